@@ -1,0 +1,70 @@
+#!/bin/bash
+# Runs INSIDE the lab VM as the VM's only job (scripts/bt-lab.sh starts it with vng --exec):
+# sets the lab up (guest-setup.sh), runs the command the host wrote to
+# RESULTS_DIR/.lab/command.sh under a timeout while btmon records HCI traffic, collects
+# logs, and writes the command's exit status to RESULTS_DIR/exit-code.
+#
+#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1)
+#
+# Lines starting with '@@bt-lab ' on stdout are stage markers that the host timestamps.
+set -uo pipefail
+
+RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RUN=/run/bt-lab
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mkdir -p "$RUN"
+
+marker() { printf '@@bt-lab %s\n' "$*"; }
+
+collect_logs() {
+    marker stage collect
+    dmesg > "$RESULTS/dmesg.log" 2>&1
+    # stop bluetoothd so that its log is complete, then btvirt
+    for d in bluetoothd btvirt; do
+        pid=$(cat "$RUN/$d.pid" 2>/dev/null) || continue
+        kill "$pid" 2>/dev/null
+        for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    done
+    sync
+}
+
+marker stage guest-start
+echo "[bt-lab] guest up: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024) " MiB"}' /proc/meminfo)"
+
+marker stage setup
+if ! bash "$HERE/guest-setup.sh" "$RESULTS" "$N"; then
+    collect_logs
+    marker stage setup-failed
+    exit 125
+fi
+
+# Addresses for the command: PEERLINK_LAB_HCI<i>=<bdaddr>
+for ((i = 0; i < N; i++)); do
+    export "PEERLINK_LAB_HCI$i=$(cat "$RUN/hci$i.addr")"
+done
+export PEERLINK_LAB=1 PEERLINK_LAB_CONTROLLERS=$N PEERLINK_LAB_RESULTS=$RESULTS
+
+marker stage btmon
+TRACE="$RESULTS/btmon.btsnoop"
+setsid btmon -w "$TRACE" >"$RESULTS/btmon.log" 2>&1 </dev/null &
+BTMON=$!
+for _ in $(seq 50); do [[ -s $TRACE ]] && break; sleep 0.1; done   # btmon writes a header first
+[[ -s $TRACE ]] || echo "[bt-lab] warning: btmon has not started writing $TRACE"
+
+marker stage command
+timeout -k 10 "$TIMEOUT" bash "$RESULTS/.lab/command.sh"
+rc=$?
+marker stage command-done rc=$rc
+((rc == 124)) && echo "[bt-lab] FAILED step command: timed out after ${TIMEOUT}s"
+
+kill -INT "$BTMON" 2>/dev/null
+for _ in $(seq 30); do kill -0 "$BTMON" 2>/dev/null || break; sleep 0.1; done
+kill -9 "$BTMON" 2>/dev/null
+if ((rc == 0 && KEEP_TRACE == 0)); then rm -f "$TRACE"; fi
+
+collect_logs
+echo "$rc" > "$RESULTS/exit-code"
+sync
+marker stage done
+exit "$rc"

@@ -1,0 +1,48 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "PeerLink",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "PeerLink", targets: ["PeerLink"]),
+        .executable(name: "peerlink", targets: ["peerlink"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // Codecs and validation rules for everything that crosses the wire. No dependencies,
+        // so the fuzz targets can compile it directly with the sanitizer flags.
+        .target(name: "PeerLinkWire"),
+        // Sans-I/O core: identity, Noise, session and transfer state machines.
+        .target(
+            name: "PeerLinkCore",
+            dependencies: [
+                "PeerLinkWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .systemLibrary(
+            name: "CAvahi",
+            pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]
+        ),
+        // I/O edges and the public async API.
+        .target(
+            name: "PeerLink",
+            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi"]
+        ),
+        .executableTarget(
+            name: "peerlink",
+            dependencies: [
+                "PeerLink",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire"]),
+        .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore"]),
+        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink"]),
+    ]
+)

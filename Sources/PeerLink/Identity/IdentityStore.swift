@@ -1,0 +1,106 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a node keeps its key, display name and trusted peers:
+/// `$PEERLINK_CONFIG_DIR`, else `$XDG_CONFIG_HOME/peerlink`, else `~/.config/peerlink`.
+public struct IdentityStore: Sendable {
+    public let directory: String
+    public var keyPath: String { (directory as NSString).appendingPathComponent("identity.key") }
+    public var namePath: String { (directory as NSString).appendingPathComponent("display-name") }
+    public var trustPath: String { (directory as NSString).appendingPathComponent("trusted-peers") }
+
+    public init(directory: String? = nil) {
+        let env = ProcessInfo.processInfo.environment
+        if let directory { self.directory = directory }
+        else if let d = env["PEERLINK_CONFIG_DIR"], !d.isEmpty { self.directory = d }
+        else if let x = env["XDG_CONFIG_HOME"], !x.isEmpty { self.directory = (x as NSString).appendingPathComponent("peerlink") }
+        else { self.directory = (NSHomeDirectory() as NSString).appendingPathComponent(".config/peerlink") }
+    }
+
+    /// The stored identity, created (mode 0600) on first use. `created` tells which.
+    public func loadOrCreate() throws -> (identity: Identity, created: Bool) {
+        let fm = FileManager.default
+        if fm.fileExists(atPath: keyPath) {
+            var st = stat()
+            if stat(keyPath, &st) == 0, st.st_mode & 0o077 != 0 {
+                throw PeerLinkError.file("\(keyPath) is readable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run: chmod 600 \(keyPath)")
+            }
+            guard let text = try? String(contentsOfFile: keyPath, encoding: .utf8),
+                  let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw PeerLinkError.file("\(keyPath) is not a PeerLink key file (expected one line of base64)")
+            }
+            do {
+                return (try Identity(privateKeyBytes: [UInt8](raw)), false)
+            } catch {
+                throw PeerLinkError.file("\(keyPath): \(error)")
+            }
+        }
+        do {
+            try fm.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw PeerLinkError.file("cannot create \(directory): \(error.localizedDescription)")
+        }
+        let identity = Identity()
+        let text = Data(identity.privateKeyBytes).base64EncodedString() + "\n"
+        let tmp = keyPath + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw PeerLinkError.file("cannot write \(tmp): \(String(cString: strerror(errno)))") }
+        let bytes = Array(text.utf8)
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        fsync(fd)
+        close(fd)
+        guard n == bytes.count, rename(tmp, keyPath) == 0 else {
+            throw PeerLinkError.file("cannot write \(keyPath): \(String(cString: strerror(errno)))")
+        }
+        return (identity, true)
+    }
+
+    /// The stored display name, else the host name.
+    public func displayName() -> String {
+        if let s = try? String(contentsOfFile: namePath, encoding: .utf8) {
+            let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
+            if (try? Advertisement.validate(displayName: t)) != nil { return t }
+        }
+        let host = ProcessInfo.processInfo.hostName
+        let name = String(host.split(separator: ".").first ?? "peerlink")
+        return (try? Advertisement.validate(displayName: name)) != nil ? name : "peerlink"
+    }
+
+    public func setDisplayName(_ name: String) throws {
+        try Advertisement.validate(displayName: name)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try (name + "\n").write(toFile: namePath, atomically: true, encoding: .utf8)
+    }
+
+    /// Peers trusted for `--accept-known`: one peer ID per line, optionally followed by a name.
+    public func trustedPeers() -> [PeerID: String] {
+        guard let text = try? String(contentsOfFile: trustPath, encoding: .utf8) else { return [:] }
+        var out: [PeerID: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1)
+            guard let first = parts.first, let id = try? PeerID(parsing: String(first)) else { continue }
+            out[id] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        return out
+    }
+
+    public func trust(_ peer: PeerID, name: String) throws {
+        var all = trustedPeers()
+        all[peer] = name
+        try writeTrust(all)
+    }
+
+    public func untrust(_ peer: PeerID) throws {
+        var all = trustedPeers()
+        all[peer] = nil
+        try writeTrust(all)
+    }
+
+    private func writeTrust(_ all: [PeerID: String]) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let text = all.keys.sorted().map { "\($0) \(all[$0] ?? "")" }.joined(separator: "\n") + "\n"
+        try text.write(toFile: trustPath, atomically: true, encoding: .utf8)
+    }
+}

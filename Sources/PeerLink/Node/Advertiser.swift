@@ -1,0 +1,96 @@
+import Foundation
+
+/// Makes a node discoverable for a service and hands its invitations to the application.
+public final class Advertiser: Sendable {
+    public let node: Node
+    public let service: ServiceType
+    public let info: DiscoveryInfo
+    public let discovery: Discovery
+    /// Invitations from peers; answer each with `accept(into:)` or `decline()`.
+    public let invitations: AsyncStream<Invitation>
+    /// Human-readable publication changes (renamed after a collision, daemon restarts).
+    public let notices: AsyncStream<String>
+    private let invitationSink: AsyncStream<Invitation>.Continuation
+    private let noticeSink: AsyncStream<String>.Continuation
+    private let handle = HandleBox()
+
+    public init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discovery: Discovery) {
+        self.node = node
+        self.service = service
+        self.info = info
+        self.discovery = discovery
+        (invitations, invitationSink) = AsyncStream.makeStream(of: Invitation.self, bufferingPolicy: .bufferingNewest(64))
+        (notices, noticeSink) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
+    }
+
+    /// Starts listening (if not yet), publishes, and starts delivering invitations.
+    public func start() async throws {
+        let ports = try await node.start()
+        guard let port = ports[.tcp] ?? ports[.memory] ?? ports.values.first else {
+            throw TransportError.unsupported("the node has no transport to listen on")
+        }
+        let ad = try Advertisement(peerID: node.peerID, displayName: node.displayName, info: info)
+        let sink = invitationSink
+        await node.setInvitationHandler { sink.yield($0) }
+        let notices = noticeSink
+        handle.set(try discovery.publish(ad, service: service, port: port) { notices.yield($0) })
+    }
+
+    /// Stops publishing and declining new invitations.
+    public func stop() async {
+        handle.set(nil)
+        await node.setInvitationHandler(nil)
+        invitationSink.finish()
+        noticeSink.finish()
+    }
+}
+
+/// Finds nearby nodes of a service and invites them.
+public final class Browser: Sendable {
+    public let node: Node
+    public let service: ServiceType
+    public let discovery: Discovery
+    /// Found, updated and lost peers (this node itself is never reported).
+    public let events: AsyncStream<DiscoveryEvent>
+    private let sink: AsyncStream<DiscoveryEvent>.Continuation
+    private let handle = HandleBox()
+
+    public init(node: Node, service: ServiceType, discovery: Discovery) {
+        self.node = node
+        self.service = service
+        self.discovery = discovery
+        (events, sink) = AsyncStream.makeStream(of: DiscoveryEvent.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    public func start() throws {
+        let me = node.peerID
+        let sink = self.sink
+        handle.set(try discovery.browse(service) { e in
+            switch e {
+            case let .found(p) where p.peerID == me, let .updated(p) where p.peerID == me: return
+            case let .lost(p) where p == me: return
+            default: sink.yield(e)
+            }
+        })
+    }
+
+    public func stop() {
+        handle.set(nil)
+        sink.finish()
+    }
+
+    /// Invites a found peer into `session` (see `Node.invite`).
+    public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Double = 30) async throws {
+        try await node.invite(peer, to: session, context: context, timeout: timeout)
+    }
+}
+
+/// Holds the current discovery handle and stops the previous one when replaced.
+final class HandleBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var handle: DiscoveryHandle?
+    func set(_ h: DiscoveryHandle?) {
+        let old = lock.withLock { () -> DiscoveryHandle? in defer { handle = h }; return handle }
+        old?.stop()
+    }
+}

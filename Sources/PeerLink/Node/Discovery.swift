@@ -1,0 +1,69 @@
+import Foundation
+
+/// What a discovery backend reports while browsing.
+public enum DiscoveryEvent: Sendable, Equatable {
+    case found(PeerInfo)
+    /// The peer's record changed (new address, new discovery info).
+    case updated(PeerInfo)
+    case lost(PeerID)
+    /// Something the user should know (daemon gone, record ignored and why).
+    case notice(String)
+}
+
+/// A running publication or browse; stop it when done.
+public protocol DiscoveryHandle: Sendable {
+    func stop()
+}
+
+/// Publishes and finds PeerLink nodes on one medium (Avahi DNS-SD, BlueZ, in-memory).
+public protocol Discovery: Sendable {
+    /// Publishes `advertisement` for `service`, reachable on `port`. `notices` receives
+    /// human-readable changes (renamed after a collision, daemon restarted).
+    func publish(_ advertisement: Advertisement, service: ServiceType, port: UInt16,
+                 notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle
+    /// Browses for `service`; events arrive on `handler` until the handle is stopped.
+    func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle
+}
+
+/// In-process discovery for tests and the in-memory medium.
+public final class MemoryDiscovery: Discovery, @unchecked Sendable {
+    private let lock = NSLock()
+    private var records: [ServiceType: [PeerID: PeerInfo]] = [:]
+    private var browsers: [UUID: (ServiceType, @Sendable (DiscoveryEvent) -> Void)] = [:]
+    /// The memory-transport address each published node listens on, by peer.
+    public let addressOf: @Sendable (PeerID) -> String
+
+    public init(addressOf: @escaping @Sendable (PeerID) -> String = { $0.description }) { self.addressOf = addressOf }
+
+    struct Handle: DiscoveryHandle { let onStop: @Sendable () -> Void; func stop() { onStop() } }
+
+    public func publish(_ ad: Advertisement, service: ServiceType, port: UInt16,
+                        notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
+        let info = PeerInfo(peerID: ad.peerID, displayName: ad.displayName, info: ad.info.entries,
+                            endpoints: [TransportEndpoint(medium: .memory, host: addressOf(ad.peerID), port: port)])
+        let targets = lock.withLock {
+            records[service, default: [:]][ad.peerID] = info
+            return browsers.values.filter { $0.0 == service }.map(\.1)
+        }
+        for t in targets { t(.found(info)) }
+        return Handle { [weak self] in self?.unpublish(ad.peerID, service) }
+    }
+
+    private func unpublish(_ peer: PeerID, _ service: ServiceType) {
+        let targets: [@Sendable (DiscoveryEvent) -> Void] = lock.withLock {
+            guard records[service]?.removeValue(forKey: peer) != nil else { return [] }
+            return browsers.values.filter { $0.0 == service }.map(\.1)
+        }
+        for t in targets { t(.lost(peer)) }
+    }
+
+    public func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle {
+        let id = UUID()
+        let existing = lock.withLock {
+            browsers[id] = (service, handler)
+            return Array((records[service] ?? [:]).values)
+        }
+        for r in existing { handler(.found(r)) }
+        return Handle { [weak self] in self?.lock.withLock { _ = self?.browsers.removeValue(forKey: id) } }
+    }
+}

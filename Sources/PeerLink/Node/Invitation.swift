@@ -1,0 +1,62 @@
+import Foundation
+
+/// An invitation from a remote peer, handed to the application by an `Advertiser`.
+/// Answer it once with `accept(into:)` or `decline()`; unanswered, it is declined when its
+/// timeout passes.
+public final class Invitation: Sendable {
+    public let peer: PeerID
+    public let displayName: String
+    /// Opaque data the inviter attached.
+    public let context: [UInt8]
+    /// Seconds the inviter waits for an answer.
+    public let timeout: Double
+    private let answer = OneShot<Session?>()
+
+    init(peer: PeerID, displayName: String, context: [UInt8], timeout: Double) {
+        self.peer = peer; self.displayName = displayName; self.context = context; self.timeout = timeout
+    }
+
+    /// Accepts: the peer joins `session`.
+    public func accept(into session: Session) { answer.fulfil(session) }
+    public func decline() { answer.fulfil(nil) }
+
+    /// Waits for the answer, or declines after the timeout.
+    func decision() async -> Session? {
+        let timer = Task { [answer, timeout] in
+            try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            answer.fulfil(nil)
+        }
+        defer { timer.cancel() }
+        return await answer.value()
+    }
+}
+
+/// A value set once and awaited by one or more tasks.
+final class OneShot<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: T?
+    private var done = false
+    private var waiters: [CheckedContinuation<T, Never>] = []
+
+    func fulfil(_ v: T) {
+        let w: [CheckedContinuation<T, Never>] = lock.withLock {
+            guard !done else { return [] }
+            done = true
+            result = v
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for c in w { c.resume(returning: v) }
+    }
+
+    func value() async -> T {
+        await withCheckedContinuation { c in
+            let v: T?? = lock.withLock {
+                if done { return .some(result) }
+                waiters.append(c)
+                return .none
+            }
+            if case let .some(r) = v, let r { c.resume(returning: r) }
+        }
+    }
+}

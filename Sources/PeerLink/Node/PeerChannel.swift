@@ -1,0 +1,442 @@
+import Foundation
+@preconcurrency import Crypto
+
+/// Serves one remote peer of a session: owns its links, drives the sans-I/O `SessionCore`
+/// with their frames and a timer, and turns the core's events into session events.
+actor PeerChannel {
+    nonisolated let peer: PeerID
+    nonisolated let displayName: String
+    nonisolated let remoteToken: [UInt8]
+    let session: Session
+    private var core: SessionCore
+    private var links: [LinkID: SecureLink] = [:]
+    private(set) var state: PeerState = .connecting
+    private var ended = false
+    private var tickTask: Task<Void, Never>?
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    // Outgoing resources and streams
+    private var accepted: [UInt32: UInt64] = [:]
+    private var results: [UInt32: Bool] = [:]
+    private var refused: Set<UInt32> = []
+    // Incoming
+    private var incomingStreams: [UInt32: IncomingStream] = [:]
+    private var offers: [UInt32: ResourceOffer] = [:]
+    private var receiving: [UInt32: IncomingFile] = [:]
+
+    struct IncomingFile {
+        let offer: ResourceOffer
+        let directory: String
+        let partPath: String
+        let handle: FileHandle
+        var received: UInt64
+        let resumedFrom: UInt64
+        var lastReported: UInt64
+    }
+
+    init(session: Session, peer: PeerID, displayName: String, remoteToken: [UInt8], initiator: Bool, config: SessionConfig) {
+        self.session = session
+        self.peer = peer
+        self.displayName = displayName
+        self.remoteToken = remoteToken
+        self.core = SessionCore(role: initiator ? .initiator : .responder, config: config)
+    }
+
+    var isAlive: Bool { !ended }
+
+    // MARK: links
+
+    func add(_ link: SecureLink) {
+        guard !ended else { link.close(); return }
+        links[link.id] = link
+        core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame))
+        core.linkUp(link.id, now: Clock.now())
+        session.emit(.linkChanged(peer, link: link.id, medium: link.medium, up: true, reason: "authenticated link to \(link.connection.remoteDescription)"))
+        if state != .connected {
+            state = .connected
+            session.emit(.peerStateChanged(peer, displayName: displayName, state: .connected))
+        }
+        Task { [weak self] in
+            do {
+                while let frame = try await link.receive() {
+                    guard let self else { return }
+                    await self.received(frame, on: link.id)
+                }
+                await self?.linkGone(link.id, reason: "closed by the remote")
+            } catch {
+                await self?.linkGone(link.id, reason: "\(error)")
+            }
+        }
+        if tickTask == nil {
+            let interval = UInt64(max(20, min(250, core.config.keepaliveInterval / 4))) * 1_000_000
+            tickTask = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: interval)
+                    await self?.tick()
+                }
+            }
+        }
+        process()
+    }
+
+    private func received(_ frame: Frame, on link: LinkID) {
+        core.receive(frame, on: link, now: Clock.now())
+        process()
+    }
+
+    private func tick() {
+        guard !ended else { return }
+        core.tick(now: Clock.now())
+        process()
+    }
+
+    private func linkGone(_ id: LinkID, reason: String) {
+        guard let link = links.removeValue(forKey: id) else { return }
+        link.close()
+        core.linkDown(id)
+        session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: reason))
+        process()
+        if links.isEmpty { end(reason: reason) }
+    }
+
+    /// Leaves gracefully: tells the peer on every link, lets the frames out, then closes.
+    func leave(reason: CloseReason = .leaving, text: String = "") async {
+        guard !ended else { return }
+        core.leave(reason: reason, text: text, now: Clock.now())
+        process()
+        let all = Array(links.values)
+        await withTaskGroup(of: Void.self) { g in
+            for l in all { g.addTask { await l.connection.flush() } }
+        }
+        end(reason: text.isEmpty ? "left the session" : text)
+    }
+
+    private func end(reason: String) {
+        guard !ended else { return }
+        ended = true
+        tickTask?.cancel()
+        for l in links.values { l.close() }
+        links.removeAll()
+        for s in incomingStreams.values { s.buffer.finish(.notConnected(peer)) }
+        incomingStreams.removeAll()
+        for (_, f) in receiving {
+            try? f.handle.close()
+            session.emit(.resourceFinished(progress(f), path: nil, error: "peer disconnected (\(reason)); the partial file is kept to resume"))
+        }
+        receiving.removeAll()
+        state = .notConnected
+        session.emit(.peerStateChanged(peer, displayName: displayName, state: .notConnected))
+        wakeAll()
+        session.channelEnded(self)
+    }
+
+    // MARK: the core's outputs
+
+    private func process() {
+        for output in core.takeOutputs() {
+            switch output {
+            case let .transmit(link, frame):
+                links[link]?.send(frame)
+            case let .event(e):
+                handle(e)
+            }
+        }
+        wakeAll()
+    }
+
+    private func handle(_ e: SessionEvent) {
+        switch e {
+        case let .message(bytes, reliable):
+            session.emit(.message(from: peer, bytes: bytes, mode: reliable ? .reliable : .unreliable))
+        case let .linkDead(id):
+            let seconds = Double(core.config.deadAfter) / 1000
+            if let link = links.removeValue(forKey: id) {
+                link.close()
+                session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
+            }
+            if links.isEmpty { end(reason: "no traffic for \(seconds) s") }
+        case let .roundTrip(link, ms):
+            session.emit(.roundTrip(peer, link: link, millis: ms))
+        case let .streamOpened(id, name):
+            let s = IncomingStream(peer: peer, name: name, id: id, channel: self)
+            incomingStreams[id] = s
+            session.emit(.streamOpened(s))
+        case let .streamData(id, bytes):
+            if let s = incomingStreams[id] {
+                s.buffer.push(bytes)
+            } else if receiving[id] != nil {
+                writeResource(id, bytes)
+            }
+        case let .streamClosed(id, status):
+            if let s = incomingStreams.removeValue(forKey: id) {
+                s.buffer.finish(status == .finished ? nil : .resourceFailed("stream cancelled by the sender"))
+            } else if receiving[id] != nil {
+                finishResource(id, status: status)
+            } else if offers.removeValue(forKey: id) == nil {
+                refused.insert(id)  // our outgoing stream or resource, cancelled by the receiver
+            }
+        case .streamWritable:
+            break
+        case let .resourceOffered(id, name, size, sha):
+            let offer = ResourceOffer(peer: peer, stream: id, name: SafeFileName.from(name), size: size, sha256: sha)
+            offers[id] = offer
+            session.emit(.resourceOffered(offer))
+        case let .resourceAccepted(id, offset):
+            accepted[id] = offset
+        case let .resourceResult(id, ok):
+            results[id] = ok
+        case let .remoteLeft(_, text):
+            end(reason: text.isEmpty ? "the peer left" : "the peer left: \(text)")
+        case let .protocolViolation(why):
+            core.leave(reason: .protocolError, text: why, now: Clock.now())
+            process()
+            end(reason: "protocol error: \(why)")
+        }
+    }
+
+    // MARK: waiting
+
+    private func wakeAll() {
+        let w = waiters
+        waiters.removeAll()
+        for c in w { c.resume() }
+    }
+
+    /// Suspends until the core produced something (an ack, credit, an answer) or the channel ended.
+    private func waitForChange() async {
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    // MARK: messages
+
+    func send(_ bytes: [UInt8], mode: SendMode) async throws {
+        while true {
+            guard !ended else { throw PeerLinkError.notConnected(peer) }
+            do {
+                try core.send(bytes, reliable: mode == .reliable, now: Clock.now())
+                process()
+                return
+            } catch SessionError.backlogFull {
+                await waitForChange()
+            } catch SessionError.noLink {
+                throw PeerLinkError.notConnected(peer)
+            }
+        }
+    }
+
+    // MARK: outgoing resources
+
+    func sendResource(path: String, name: String, progress: (@Sendable (ResourceProgress) -> Void)?) async throws {
+        let (size, sha) = try FileDigest.sha256(ofFileAt: path)
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw PeerLinkError.file("cannot open \(path) for reading") }
+        defer { try? handle.close() }
+        guard !ended else { throw PeerLinkError.notConnected(peer) }
+        let id = try core.offerResource(name: name, size: size, sha256: sha, now: Clock.now())
+        process()
+        while accepted[id] == nil {
+            if refused.contains(id) { throw PeerLinkError.resourceDeclined(name) }
+            guard !ended else { throw PeerLinkError.notConnected(peer) }
+            await waitForChange()
+        }
+        let start = min(accepted[id] ?? 0, size)
+        try handle.seek(toOffset: start)
+        var sent = start
+        var lastReport = UInt64(0)
+        func report() {
+            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start))
+        }
+        report()
+        while sent < size {
+            guard !ended else { throw PeerLinkError.notConnected(peer) }
+            if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
+            let credit = core.credit(of: id) ?? 0
+            if credit == 0 || core.backlogBytes > core.config.sendWindow {
+                await waitForChange()
+                continue
+            }
+            let want = Int(min(UInt64(min(credit, 64 * 1024)), size - sent))
+            let chunk = [UInt8](try handle.read(upToCount: want) ?? Data())
+            guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
+            try core.write(chunk, to: id, now: Clock.now())
+            process()
+            sent += UInt64(chunk.count)
+            if sent - lastReport >= 256 * 1024 || sent == size { lastReport = sent; report() }
+        }
+        core.close(stream: id, cancel: false, now: Clock.now())
+        process()
+        while results[id] == nil {
+            guard !ended else { throw PeerLinkError.notConnected(peer) }
+            await waitForChange()
+        }
+        let ok = results.removeValue(forKey: id) ?? false
+        accepted[id] = nil
+        let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start)
+        session.emit(.resourceFinished(done, path: path, error: ok ? nil : "the receiver's SHA-256 check failed"))
+        guard ok else { throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed") }
+    }
+
+    // MARK: incoming resources
+
+    func acceptResource(_ offer: ResourceOffer, directory: String) throws {
+        guard offers.removeValue(forKey: offer.stream) != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
+        let fm = FileManager.default
+        let partDir = (directory as NSString).appendingPathComponent(".peerlink-partial")
+        do {
+            try fm.createDirectory(atPath: partDir, withIntermediateDirectories: true)
+        } catch {
+            throw PeerLinkError.file("cannot create \(partDir): \(error.localizedDescription)")
+        }
+        let partPath = (partDir as NSString).appendingPathComponent(FileDigest.hex(offer.sha256) + ".part")
+        if !fm.fileExists(atPath: partPath) { fm.createFile(atPath: partPath, contents: nil) }
+        guard let handle = FileHandle(forUpdatingAtPath: partPath) else { throw PeerLinkError.file("cannot write \(partPath)") }
+        var have = (try? handle.seekToEnd()) ?? 0
+        if have > offer.size {
+            try handle.truncate(atOffset: 0)
+            have = 0
+        }
+        receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, partPath: partPath, handle: handle,
+                                               received: have, resumedFrom: have, lastReported: have)
+        try core.acceptResource(offer.stream, offset: have, now: Clock.now())
+        process()
+        if let f = receiving[offer.stream] { session.emit(.resourceProgress(progress(f))) }
+    }
+
+    func declineResource(_ offer: ResourceOffer) {
+        guard offers[offer.stream] != nil else { return }
+        core.close(stream: offer.stream, cancel: true, now: Clock.now())
+        offers[offer.stream] = nil
+        process()
+    }
+
+    private func progress(_ f: IncomingFile) -> ResourceProgress {
+        ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.received, total: f.offer.size, resumedFrom: f.resumedFrom)
+    }
+
+    private func writeResource(_ id: UInt32, _ bytes: [UInt8]) {
+        guard var f = receiving[id] else { return }
+        guard f.received + UInt64(bytes.count) <= f.offer.size else {
+            failResource(id, "the sender sent more than the announced \(f.offer.size) bytes")
+            return
+        }
+        do {
+            try f.handle.write(contentsOf: bytes)
+        } catch {
+            failResource(id, "cannot write \(f.partPath): \(error.localizedDescription)")
+            return
+        }
+        f.received += UInt64(bytes.count)
+        if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
+            f.lastReported = f.received
+            session.emit(.resourceProgress(progress(f)))
+        }
+        receiving[id] = f
+        core.consumed(bytes.count, of: id, now: Clock.now())
+    }
+
+    private func failResource(_ id: UInt32, _ why: String) {
+        guard let f = receiving.removeValue(forKey: id) else { return }
+        try? f.handle.close()
+        core.close(stream: id, cancel: true, now: Clock.now())
+        session.emit(.resourceFinished(progress(f), path: nil, error: why))
+    }
+
+    private func finishResource(_ id: UInt32, status: StreamCloseStatus) {
+        guard let f = receiving.removeValue(forKey: id) else { return }
+        try? f.handle.close()
+        guard status == .finished else {
+            session.emit(.resourceFinished(progress(f), path: nil, error: "cancelled by the sender; the partial file is kept to resume"))
+            return
+        }
+        var ok = false
+        var finalPath: String?
+        var problem: String?
+        if f.received != f.offer.size {
+            problem = "ended after \(f.received) of \(f.offer.size) bytes"
+        } else if let (_, sha) = try? FileDigest.sha256(ofFileAt: f.partPath), sha == f.offer.sha256 {
+            let dest = SafeFileName.unique(in: f.directory, name: f.offer.name)
+            do {
+                try FileManager.default.moveItem(atPath: f.partPath, toPath: dest)
+                ok = true
+                finalPath = dest
+            } catch {
+                problem = "cannot move the verified file to \(dest): \(error.localizedDescription)"
+            }
+        } else {
+            problem = "SHA-256 mismatch: the received bytes differ from the sender's file; discarded"
+            try? FileManager.default.removeItem(atPath: f.partPath)
+        }
+        core.finishResource(id, ok: ok, now: Clock.now())
+        session.emit(.resourceFinished(progress(f), path: finalPath, error: problem))
+    }
+
+    // MARK: streams
+
+    func openStream(name: String) throws -> OutgoingStream {
+        guard !ended else { throw PeerLinkError.notConnected(peer) }
+        let id = try core.openStream(name: name, now: Clock.now())
+        process()
+        return OutgoingStream(peer: peer, name: name, id: id, channel: self)
+    }
+
+    func writeStream(_ id: UInt32, _ bytes: [UInt8]) async throws {
+        var offset = 0
+        while offset < bytes.count {
+            guard !ended else { throw PeerLinkError.notConnected(peer) }
+            if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled the stream") }
+            guard let credit = core.credit(of: id) else { throw PeerLinkError.resourceFailed("stream \(id) is closed") }
+            if credit == 0 || core.backlogBytes > core.config.sendWindow {
+                await waitForChange()
+                continue
+            }
+            let n = min(credit, bytes.count - offset)
+            try core.write(Array(bytes[offset..<offset + n]), to: id, now: Clock.now())
+            offset += n
+            process()
+        }
+    }
+
+    func closeStream(_ id: UInt32, cancel: Bool) {
+        core.close(stream: id, cancel: cancel, now: Clock.now())
+        process()
+    }
+
+    func cancelStream(_ id: UInt32) {
+        incomingStreams.removeValue(forKey: id)?.buffer.finish()
+        core.close(stream: id, cancel: true, now: Clock.now())
+        process()
+    }
+
+    func consumed(_ n: Int, of id: UInt32) {
+        core.consumed(n, of: id, now: Clock.now())
+        process()
+    }
+
+    // MARK: observation
+
+    func snapshot() -> PeerLinks {
+        let active = core.activeLink
+        let list = links.values.sorted { $0.id < $1.id }.map { l in
+            LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, rttMillis: core.roundTrip(of: l.id),
+                         carries: l.id == active ? ["control", "reliable", "bulk", "unreliable"] : [],
+                         reason: l.id == active ? "oldest live link" : "standby")
+        }
+        return PeerLinks(peer: peer, displayName: displayName, state: state, links: list)
+    }
+}
+
+/// SHA-256 of files, read in chunks.
+enum FileDigest {
+    static func sha256(ofFileAt path: String) throws -> (size: UInt64, digest: [UInt8]) {
+        guard let h = FileHandle(forReadingAtPath: path) else { throw PeerLinkError.file("cannot open \(path) for reading") }
+        defer { try? h.close() }
+        var hasher = SHA256()
+        var size: UInt64 = 0
+        while let chunk = try h.read(upToCount: 1 << 20), !chunk.isEmpty {
+            hasher.update(data: chunk)
+            size += UInt64(chunk.count)
+        }
+        return (size, Array(hasher.finalize()))
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+}

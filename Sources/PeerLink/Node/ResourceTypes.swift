@@ -1,0 +1,126 @@
+import Foundation
+
+/// A file a peer offers to send.
+public struct ResourceOffer: Sendable, Hashable {
+    public let peer: PeerID
+    public let stream: UInt32
+    /// The name as the sender gave it (already reduced to a safe file name).
+    public let name: String
+    public let size: UInt64
+    public let sha256: [UInt8]
+}
+
+/// Progress of a resource in either direction.
+public struct ResourceProgress: Sendable, Hashable, Codable {
+    public enum Direction: String, Sendable, Codable { case sending, receiving }
+    public let peer: PeerID
+    public let name: String
+    public let direction: Direction
+    /// Bytes done, counting the bytes a resumed transfer already had.
+    public let completed: UInt64
+    public let total: UInt64
+    /// Where this run started (non-zero when resuming).
+    public let resumedFrom: UInt64
+}
+
+/// An incoming byte stream. Read it to the end; reading returns credit to the sender, so a
+/// slow reader slows the sender instead of growing memory.
+public final class IncomingStream: Sendable {
+    public let peer: PeerID
+    public let name: String
+    let id: UInt32
+    let buffer = StreamBuffer()
+    let channel: PeerChannel
+
+    init(peer: PeerID, name: String, id: UInt32, channel: PeerChannel) {
+        self.peer = peer; self.name = name; self.id = id; self.channel = channel
+    }
+
+    /// The next chunk, or nil at the end of the stream. Throws if the sender cancelled.
+    public func read() async throws -> [UInt8]? {
+        let chunk = try await buffer.next()
+        if let chunk { await channel.consumed(chunk.count, of: id) }
+        return chunk
+    }
+
+    /// Stops reading: the sender is told and further bytes are dropped.
+    public func cancel() async { await channel.cancelStream(id) }
+}
+
+/// An outgoing byte stream.
+public final class OutgoingStream: Sendable {
+    public let peer: PeerID
+    public let name: String
+    let id: UInt32
+    let channel: PeerChannel
+
+    init(peer: PeerID, name: String, id: UInt32, channel: PeerChannel) {
+        self.peer = peer; self.name = name; self.id = id; self.channel = channel
+    }
+
+    /// Writes bytes, waiting for the receiver's credit as needed.
+    public func write(_ bytes: [UInt8]) async throws { try await channel.writeStream(id, bytes) }
+    /// Ends the stream normally.
+    public func close() async { await channel.closeStream(id, cancel: false) }
+    /// Aborts the stream.
+    public func cancel() async { await channel.closeStream(id, cancel: true) }
+}
+
+/// A queue of chunks with one reader.
+final class StreamBuffer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var chunks: [[UInt8]] = []
+    private var ended = false
+    private var failure: PeerLinkError?
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func push(_ c: [UInt8]) { wake { chunks.append(c) } }
+    func finish(_ error: PeerLinkError? = nil) { wake { ended = true; failure = error } }
+
+    private func wake(_ change: () -> Void) {
+        let w: CheckedContinuation<Void, Never>? = lock.withLock { change(); defer { waiter = nil }; return waiter }
+        w?.resume()
+    }
+
+    func next() async throws -> [UInt8]? {
+        while true {
+            let r: Result<[UInt8]?, PeerLinkError>? = lock.withLock {
+                if !chunks.isEmpty { return .success(chunks.removeFirst()) }
+                if ended { return failure.map { .failure($0) } ?? .success(nil) }
+                return nil
+            }
+            if let r { return try r.get() }
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now: Bool = lock.withLock {
+                    if !chunks.isEmpty || ended { return true }
+                    waiter = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        }
+    }
+}
+
+/// File names from the network are reduced to one safe path component.
+enum SafeFileName {
+    static func from(_ raw: String) -> String {
+        let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        let cleaned = String(last.unicodeScalars.filter { $0.properties.generalCategory != .control && $0 != "\0" }.map(Character.init))
+        if cleaned.isEmpty || cleaned == "." || cleaned == ".." || cleaned.hasPrefix(".") { return "received" + (cleaned.isEmpty ? "" : "-" + cleaned.drop(while: { $0 == "." })) }
+        return cleaned
+    }
+
+    /// `dir/name`, or `dir/name (2)`… when that exists.
+    static func unique(in dir: String, name: String) -> String {
+        let fm = FileManager.default
+        var candidate = (dir as NSString).appendingPathComponent(name)
+        var n = 2
+        let ext = (name as NSString).pathExtension, base = (name as NSString).deletingPathExtension
+        while fm.fileExists(atPath: candidate) {
+            candidate = (dir as NSString).appendingPathComponent(ext.isEmpty ? "\(base) (\(n))" : "\(base) (\(n)).\(ext)")
+            n += 1
+        }
+        return candidate
+    }
+}

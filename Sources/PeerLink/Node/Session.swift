@@ -1,0 +1,145 @@
+import Foundation
+
+/// A group of connected peers exchanging messages, resources and streams.
+///
+/// Peers join through invitations (`Browser.invite`, `Invitation.accept`). Each remote peer
+/// is served by one channel that may own several links; the session sees one peer ID per
+/// peer whatever the links. Observe `events` for state changes and incoming data.
+public final class Session: Sendable {
+    /// What happens in a session.
+    public enum Event: Sendable {
+        case peerStateChanged(PeerID, displayName: String, state: PeerState)
+        case message(from: PeerID, bytes: [UInt8], mode: SendMode)
+        /// A peer offers a file; call `accept(_:into:)` or `decline(_:)`.
+        case resourceOffered(ResourceOffer)
+        case resourceProgress(ResourceProgress)
+        /// A resource finished in either direction; `path` is where a received file now is.
+        case resourceFinished(ResourceProgress, path: String?, error: String?)
+        case streamOpened(IncomingStream)
+        /// A link to a peer came up or went away, with the reason.
+        case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: String)
+        /// A keepalive measured a link's round trip.
+        case roundTrip(PeerID, link: LinkID, millis: UInt64)
+    }
+
+    public let node: Node
+    public let config: SessionConfig
+    public let events: AsyncStream<Event>
+    let continuation: AsyncStream<Event>.Continuation
+    let registry = ChannelRegistry()
+
+    /// Creates an empty session for `node`.
+    public init(node: Node, config: SessionConfig = SessionConfig()) {
+        self.node = node
+        self.config = config
+        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(65536))
+    }
+
+    /// Peers with at least one live link.
+    public func connectedPeers() async -> [PeerID] {
+        var out: [PeerID] = []
+        for c in registry.all() where await c.state == .connected { out.append(c.peer) }
+        return out.sorted()
+    }
+
+    /// Sends a message to several peers. Reliable messages wait while a peer's send backlog
+    /// is full (flow control). Throws if a peer is not connected.
+    public func send(_ bytes: [UInt8], to peers: [PeerID], mode: SendMode = .reliable) async throws {
+        for p in peers {
+            guard let c = registry.channel(for: p) else { throw PeerLinkError.notConnected(p) }
+            try await c.send(bytes, mode: mode)
+        }
+    }
+
+    /// Sends a file and returns once the receiver has verified its SHA-256. If the receiver
+    /// holds part of the same file from an interrupted transfer, only the rest is sent.
+    public func sendResource(at path: String, name: String? = nil, to peer: PeerID,
+                             progress: (@Sendable (ResourceProgress) -> Void)? = nil) async throws {
+        guard let c = registry.channel(for: peer) else { throw PeerLinkError.notConnected(peer) }
+        try await c.sendResource(path: path, name: name ?? (path as NSString).lastPathComponent, progress: progress)
+    }
+
+    /// Accepts an offered resource into `directory` (created if missing).
+    public func accept(_ offer: ResourceOffer, into directory: String) async throws {
+        guard let c = registry.channel(for: offer.peer) else { throw PeerLinkError.notConnected(offer.peer) }
+        try await c.acceptResource(offer, directory: directory)
+    }
+
+    public func decline(_ offer: ResourceOffer) async {
+        await registry.channel(for: offer.peer)?.declineResource(offer)
+    }
+
+    /// Opens an outgoing byte stream to a peer.
+    public func openStream(name: String, to peer: PeerID) async throws -> OutgoingStream {
+        guard let c = registry.channel(for: peer) else { throw PeerLinkError.notConnected(peer) }
+        return try await c.openStream(name: name)
+    }
+
+    /// Link details of every peer, for `peerlink links`.
+    public func links() async -> [PeerLinks] {
+        var out: [PeerLinks] = []
+        for c in registry.all() { out.append(await c.snapshot()) }
+        return out
+    }
+
+    /// Leaves the session gracefully: peers are told, then links close.
+    public func disconnect() async {
+        for c in registry.all() { await c.leave() }
+    }
+
+    /// Leaves the session with one peer.
+    public func disconnect(_ peer: PeerID) async {
+        await registry.channel(for: peer)?.leave()
+    }
+
+    /// Adds an authenticated, invited link: joins the peer's channel when the link belongs to
+    /// the same incarnation of both nodes, otherwise starts a fresh channel.
+    func attach(_ link: SecureLink, initiator: Bool) async {
+        let token = link.remoteHello.sessionToken
+        if let existing = registry.channel(for: link.remotePeer) {
+            if existing.remoteToken == token, await existing.isAlive {
+                await existing.add(link)
+                return
+            }
+            await existing.leave(reason: .duplicateLink, text: "replaced by a new session with the same peer")
+        }
+        let channel = PeerChannel(session: self, peer: link.remotePeer, displayName: link.remoteHello.displayName,
+                                  remoteToken: token, initiator: initiator, config: config)
+        registry.set(channel, for: link.remotePeer)
+        await channel.add(link)
+    }
+
+    func channelEnded(_ channel: PeerChannel) {
+        registry.remove(channel)
+    }
+
+    func emit(_ e: Event) { continuation.yield(e) }
+}
+
+/// The channels of a session, by peer.
+final class ChannelRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var channels: [PeerID: PeerChannel] = [:]
+    func channel(for p: PeerID) -> PeerChannel? { lock.withLock { channels[p] } }
+    func set(_ c: PeerChannel, for p: PeerID) { lock.withLock { channels[p] = c } }
+    func remove(_ c: PeerChannel) { lock.withLock { if channels[c.peer] === c { channels[c.peer] = nil } } }
+    func all() -> [PeerChannel] { lock.withLock { Array(channels.values) } }
+}
+
+/// One link as `peerlink links` shows it.
+public struct LinkSnapshot: Sendable, Codable {
+    public var id: LinkID
+    public var medium: Medium
+    public var remote: String
+    public var rttMillis: UInt64?
+    public var carries: [String]
+    public var reason: String
+}
+
+/// A peer's links.
+public struct PeerLinks: Sendable, Codable {
+    public var peer: PeerID
+    public var displayName: String
+    public var state: PeerState
+    public var links: [LinkSnapshot]
+}

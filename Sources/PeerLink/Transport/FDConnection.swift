@@ -1,0 +1,127 @@
+import Dispatch
+import Foundation
+import PeerLinkWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `MessageConnection` over a connected socket file descriptor (TCP, RFCOMM, L2CAP).
+///
+/// Reads and writes are blocking calls on two private serial dispatch queues, so they never
+/// block Swift's cooperative threads. `lengthPrefixed` adds the 2-byte framing for byte
+/// streams; message sockets (SOCK_SEQPACKET) keep boundaries themselves.
+public final class FDConnection: MessageConnection, @unchecked Sendable {
+    public let medium: Medium
+    public let remoteDescription: String
+    private let fd: Int32
+    private let lengthPrefixed: Bool
+    private let maxWriteChunk: Int
+    private let readQueue = DispatchQueue(label: "peerlink.fd.read")
+    private let writeQueue = DispatchQueue(label: "peerlink.fd.write")
+    private let lock = NSLock()
+    private var closed = false
+    private var writeError: TransportError?
+    private var queued = 0
+    private var deframer = LengthPrefixedDeframer()  // read queue only
+
+    /// Takes ownership of a connected descriptor.
+    public init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20) {
+        self.fd = fd
+        self.medium = medium
+        self.remoteDescription = remoteDescription
+        self.lengthPrefixed = lengthPrefixed
+        self.maxWriteChunk = maxWriteChunk
+    }
+
+    deinit { Glibc.close(fd) }
+
+    public var queuedBytes: Int { lock.withLock { queued } }
+
+    public func enqueue(_ message: [UInt8]) {
+        let bytes: [UInt8]
+        if lengthPrefixed {
+            guard let framed = try? LengthPrefixedDeframer.frame(message) else { fail(.badAddress("message over 65535 bytes")); return }
+            bytes = framed
+        } else {
+            bytes = message
+        }
+        let ok: Bool = lock.withLock {
+            guard !closed, writeError == nil else { return false }
+            queued += bytes.count
+            return true
+        }
+        guard ok else { return }
+        writeQueue.async { [self] in
+            defer { lock.withLock { queued -= bytes.count } }
+            if lock.withLock({ writeError != nil || closed }) { return }
+            if let e = writeAll(bytes) { fail(e) }
+        }
+    }
+
+    public func flush() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            writeQueue.async { c.resume() }
+        }
+    }
+
+    public func receive() async throws -> [UInt8]? {
+        try await withCheckedThrowingContinuation { c in
+            readQueue.async { [self] in c.resume(with: Result { try readMessage() }) }
+        }
+    }
+
+    public func close() {
+        let first: Bool = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        if first { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private func fail(_ e: TransportError) {
+        lock.withLock { if writeError == nil { writeError = e } }
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> TransportError? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                let len = min(bytes.count - offset, maxWriteChunk)
+                return Glibc.send(fd, base + offset, len, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .system(operation: "send to \(remoteDescription)", errno: errno)
+            }
+            offset += n
+        }
+        return nil
+    }
+
+    private func readMessage() throws -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 65536 + 2)
+        while true {
+            if lengthPrefixed, let m = try deframer.next() { return m }
+            if lock.withLock({ closed }) { return nil }
+            let n = buffer.withUnsafeMutableBytes { raw in Glibc.recv(fd, raw.baseAddress, raw.count, 0) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if let w = lock.withLock({ writeError }) { throw w }
+                if lock.withLock({ closed }) { return nil }
+                throw TransportError.system(operation: "receive from \(remoteDescription)", errno: errno)
+            }
+            if n == 0 {
+                if let w = lock.withLock({ writeError }) { throw w }
+                if lengthPrefixed, deframer.pendingBytes > 0, !lock.withLock({ closed }) {
+                    throw WireError.truncated(field: "Noise message", needed: 2, available: deframer.pendingBytes)
+                }
+                return nil
+            }
+            if !lengthPrefixed { return Array(buffer[0..<n]) }
+            deframer.append(Array(buffer[0..<n]))
+        }
+    }
+}
+

@@ -1,0 +1,184 @@
+import Foundation
+
+/// Properties of an in-memory link, per direction.
+public struct MemoryLinkConditions: Sendable, Equatable {
+    /// Bytes per second; 0 means unlimited.
+    public var bandwidth: Int = 0
+    /// One-way delay in seconds.
+    public var delay: Double = 0
+    /// Probability (0…1) that a message is lost once; like TCP, it arrives after a
+    /// retransmission penalty of `2 × delay + 0.2 s`, delaying everything behind it.
+    public var loss: Double = 0
+    /// Seed of the loss decisions, so a run can be repeated exactly.
+    public var seed: UInt64 = 1
+
+    public init(bandwidth: Int = 0, delay: Double = 0, loss: Double = 0, seed: UInt64 = 1) {
+        self.bandwidth = bandwidth; self.delay = delay; self.loss = loss; self.seed = seed
+    }
+}
+
+/// A process-local network of named in-memory endpoints, for deterministic policy tests.
+public final class MemoryNetwork: @unchecked Sendable {
+    private let lock = NSLock()
+    private var listeners: [String: @Sendable (MessageConnection) -> Void] = [:]
+    private var pipes: [String: [MemoryConnection]] = [:]
+    /// Conditions applied to new connections to an address.
+    public var conditions: [String: MemoryLinkConditions] {
+        get { lock.withLock { _conditions } }
+        set { lock.withLock { _conditions = newValue } }
+    }
+    private var _conditions: [String: MemoryLinkConditions] = [:]
+
+    public init() {}
+
+    func register(_ address: String, _ handler: @escaping @Sendable (MessageConnection) -> Void) throws {
+        try lock.withLock {
+            guard listeners[address] == nil else { throw TransportError.system(operation: "listen on memory address \(address)", errno: EADDRINUSE) }
+            listeners[address] = handler
+        }
+    }
+
+    func unregister(_ address: String) { lock.withLock { _ = listeners.removeValue(forKey: address) } }
+
+    func connect(from: String, to address: String) throws -> MessageConnection {
+        let (handler, cond): ((@Sendable (MessageConnection) -> Void)?, MemoryLinkConditions) = lock.withLock {
+            (listeners[address], _conditions[address] ?? MemoryLinkConditions())
+        }
+        guard let handler else { throw TransportError.system(operation: "connect to memory://\(address)", errno: ECONNREFUSED) }
+        let ab = MemoryPipe(conditions: cond), ba = MemoryPipe(conditions: cond)
+        let client = MemoryConnection(send: ab, receive: ba, remote: address)
+        let server = MemoryConnection(send: ba, receive: ab, remote: from)
+        lock.withLock { pipes[address, default: []].append(contentsOf: [client, server]) }
+        handler(server)
+        return client
+    }
+
+    /// Silently blackholes every connection to `address`: nothing more is delivered and
+    /// nobody is told (like a radio going out of range).
+    public func cut(_ address: String) {
+        for c in lock.withLock({ pipes[address] ?? [] }) { c.blackhole() }
+    }
+
+    /// Closes every connection to `address`, as when a radio is switched off.
+    public func drop(_ address: String) {
+        for c in lock.withLock({ pipes.removeValue(forKey: address) ?? [] }) { c.close() }
+    }
+}
+
+/// In-memory transport: addresses are plain names on a `MemoryNetwork`.
+public struct MemoryTransport: Transport {
+    public let medium = Medium.memory
+    public let network: MemoryNetwork
+    public let address: String
+
+    public init(network: MemoryNetwork, address: String) {
+        self.network = network; self.address = address
+    }
+
+    public func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener {
+        try network.register(address, onConnection)
+        return MemoryListener(network: network, address: address)
+    }
+
+    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+        try network.connect(from: address, to: endpoint.host)
+    }
+}
+
+final class MemoryListener: TransportListener, @unchecked Sendable {
+    let network: MemoryNetwork
+    let address: String
+    let port: UInt16 = 0
+    init(network: MemoryNetwork, address: String) { self.network = network; self.address = address }
+    func close() { network.unregister(address) }
+}
+
+/// One direction of an in-memory link: a timed queue.
+final class MemoryPipe: @unchecked Sendable {
+    private let lock = NSLock()
+    private var queue: [(at: Date, message: [UInt8])] = []
+    private var waiter: CheckedContinuation<Void, Never>?
+    private var closed = false
+    private var blackholed = false
+    private var lastDelivery = Date.distantPast
+    private var rng: UInt64
+    let conditions: MemoryLinkConditions
+
+    init(conditions: MemoryLinkConditions) {
+        self.conditions = conditions
+        self.rng = conditions.seed | 1
+    }
+
+    private func random() -> Double {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17
+        return Double(rng % 1_000_000) / 1_000_000
+    }
+
+    func push(_ message: [UInt8]) {
+        let w: CheckedContinuation<Void, Never>? = lock.withLock {
+            guard !closed, !blackholed else { return nil }
+            var at = max(Date(), lastDelivery)
+            if conditions.bandwidth > 0 { at += Double(message.count) / Double(conditions.bandwidth) }
+            lastDelivery = at
+            at += conditions.delay
+            if conditions.loss > 0, random() < conditions.loss { at += 2 * conditions.delay + 0.2; lastDelivery = at - conditions.delay }
+            queue.append((at, message))
+            defer { waiter = nil }
+            return waiter
+        }
+        w?.resume()
+    }
+
+    func pop() async -> [UInt8]? {
+        while true {
+            enum Next { case message([UInt8]), wait(Date?), end }
+            let next: Next = lock.withLock {
+                if closed && queue.isEmpty { return .end }
+                guard let head = queue.first else { return .wait(nil) }
+                if head.at <= Date() { queue.removeFirst(); return .message(head.message) }
+                return .wait(head.at)
+            }
+            switch next {
+            case let .message(m): return m
+            case .end: return nil
+            case let .wait(until?):
+                try? await Task.sleep(nanoseconds: UInt64(max(0, until.timeIntervalSinceNow) * 1e9) + 1000)
+            case .wait(nil):
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let resumeNow: Bool = lock.withLock {
+                        if closed || !queue.isEmpty { return true }
+                        waiter = c
+                        return false
+                    }
+                    if resumeNow { c.resume() }
+                }
+            }
+        }
+    }
+
+    func close() {
+        let w: CheckedContinuation<Void, Never>? = lock.withLock { closed = true; defer { waiter = nil }; return waiter }
+        w?.resume()
+    }
+
+    func blackhole() { lock.withLock { blackholed = true; queue.removeAll() } }
+}
+
+/// One end of an in-memory link.
+final class MemoryConnection: MessageConnection, @unchecked Sendable {
+    let medium = Medium.memory
+    let remoteDescription: String
+    private let out: MemoryPipe
+    private let inbound: MemoryPipe
+
+    init(send: MemoryPipe, receive: MemoryPipe, remote: String) {
+        out = send; inbound = receive; remoteDescription = "memory://\(remote)"
+    }
+
+    func enqueue(_ message: [UInt8]) { out.push(message) }
+    var queuedBytes: Int { 0 }
+    func flush() async {}
+    func receive() async throws -> [UInt8]? { await inbound.pop() }
+    func close() { out.close(); inbound.close() }
+    func blackhole() { out.blackhole(); inbound.blackhole() }
+}

@@ -1,0 +1,131 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// TCP links: Noise messages with a 2-byte length prefix over a stream socket.
+public struct TCPTransport: Transport {
+    public let medium = Medium.tcp
+    /// Address to listen on: "::" (all, dual-stack) by default, or a numeric address.
+    public var bindHost: String
+
+    public init(bindHost: String = "::") { self.bindHost = bindHost }
+
+    public func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener {
+        try TCPListener(host: bindHost, port: port, onConnection: onConnection)
+    }
+
+    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+        let address = try IPSocketAddress(host: endpoint.host, port: endpoint.port)
+        return try await withCheckedThrowingContinuation { c in
+            DispatchQueue.global().async {
+                c.resume(with: Result { try TCPTransport.dial(address, endpoint: endpoint, timeout: timeout) })
+            }
+        }
+    }
+
+    static func dial(_ address: IPSocketAddress, endpoint: TransportEndpoint, timeout: Double) throws -> FDConnection {
+        let what = "connect to \(endpoint)"
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TransportError.system(operation: "socket for \(what)", errno: errno) }
+        var ok = false
+        defer { if !ok { Glibc.close(fd) } }
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        let r = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if r != 0 {
+            guard errno == EINPROGRESS else { throw TransportError.system(operation: what, errno: errno) }
+            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            let deadline = Date().addingTimeInterval(timeout)
+            while true {
+                let ms = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+                let n = poll(&pfd, 1, ms)
+                if n < 0, errno == EINTR { continue }
+                if n < 0 { throw TransportError.system(operation: what, errno: errno) }
+                if n == 0 { throw TransportError.timedOut(operation: what, seconds: timeout) }
+                break
+            }
+            var err: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+            if err != 0 { throw TransportError.system(operation: what, errno: err) }
+        }
+        _ = fcntl(fd, F_SETFL, flags)
+        setNoDelay(fd)
+        ok = true
+        return FDConnection(fd: fd, medium: .tcp, remoteDescription: "\(address.host):\(address.port)", lengthPrefixed: true)
+    }
+}
+
+func setNoDelay(_ fd: Int32) {
+    var one: Int32 = 1
+    _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+}
+
+/// A listening TCP socket with an accept loop on its own thread.
+final class TCPListener: TransportListener, @unchecked Sendable {
+    let fd: Int32
+    let port: UInt16
+    private let lock = NSLock()
+    private var closed = false
+
+    init(host: String, port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws {
+        var address = try IPSocketAddress(host: host, port: port)
+        var fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0, address.family == AF_INET6, host == "::" {
+            // No IPv6 in this network namespace: fall back to IPv4 on all interfaces.
+            address = try IPSocketAddress(host: "0.0.0.0", port: port)
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+        guard fd >= 0 else { throw TransportError.system(operation: "socket for TCP listener", errno: errno) }
+        var one: Int32 = 1, zero: Int32 = 0
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if address.family == AF_INET6 {
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size))
+        }
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw TransportError.system(operation: "bind TCP port \(port) on \(host)", errno: e)
+        }
+        guard Glibc.listen(fd, 64) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw TransportError.system(operation: "listen on TCP port \(port)", errno: e)
+        }
+        var st = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &st) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
+        }
+        self.fd = fd
+        self.port = IPSocketAddress(storage: st, length: len).port
+        let thread = Thread { [self] in acceptLoop(onConnection) }
+        thread.name = "peerlink.tcp.accept"
+        thread.start()
+    }
+
+    private func acceptLoop(_ onConnection: @escaping @Sendable (MessageConnection) -> Void) {
+        while true {
+            var st = sockaddr_storage()
+            var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let c = withUnsafeMutablePointer(to: &st) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &len) }
+            }
+            if c < 0 {
+                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE { if errno == EMFILE { usleep(100_000) }; continue }
+                break  // shut down
+            }
+            if lock.withLock({ closed }) { Glibc.close(c); break }
+            setNoDelay(c)
+            let peer = IPSocketAddress(storage: st, length: len)
+            onConnection(FDConnection(fd: c, medium: .tcp, remoteDescription: "\(peer.host):\(peer.port)", lengthPrefixed: true))
+        }
+        Glibc.close(fd)
+    }
+
+    func close() {
+        let first: Bool = lock.withLock { defer { closed = true }; return !closed }
+        if first { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+}

@@ -1,0 +1,73 @@
+/// Where a transport can reach a peer: an IP address and port, or a Bluetooth address and
+/// channel/PSM.
+public struct TransportEndpoint: Hashable, Sendable, CustomStringConvertible, Codable {
+    public var medium: Medium
+    public var host: String
+    public var port: UInt16
+
+    public init(medium: Medium, host: String, port: UInt16) {
+        self.medium = medium; self.host = host; self.port = port
+    }
+
+    public var description: String {
+        host.contains(":") && !medium.isBluetooth ? "\(medium.rawValue)://[\(host)]:\(port)" : "\(medium.rawValue)://\(host):\(port)"
+    }
+}
+
+/// A connected, not yet authenticated pipe that carries whole messages (Noise messages of at
+/// most 65535 bytes). Stream transports add the 2-byte length prefix themselves.
+public protocol MessageConnection: AnyObject, Sendable {
+    var medium: Medium { get }
+    /// The remote address, for logs and `peerlink links`.
+    var remoteDescription: String { get }
+    /// Queues a message for sending, in order, without blocking. A failed write closes the
+    /// connection; the next `receive()` then reports it.
+    func enqueue(_ message: [UInt8])
+    /// Bytes queued and not yet written.
+    var queuedBytes: Int { get }
+    /// Waits until everything queued so far has been written (or the connection failed).
+    func flush() async
+    /// The next message; nil when the remote closed cleanly.
+    func receive() async throws -> [UInt8]?
+    /// Closes both directions; pending and future `receive()` calls end.
+    func close()
+}
+
+/// Accepts incoming connections until closed.
+public protocol TransportListener: AnyObject, Sendable {
+    /// The port (or channel/PSM) actually bound.
+    var port: UInt16 { get }
+    func close()
+}
+
+/// One medium's way to listen and to dial. Implementations own one system API each.
+public protocol Transport: Sendable {
+    var medium: Medium { get }
+    /// Starts accepting; `onConnection` is called for each incoming connection.
+    func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener
+    /// Dials an endpoint, failing after `timeout` seconds.
+    func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection
+}
+
+/// Errors of the I/O edges, with the operation and the system's reason.
+public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible {
+    case system(operation: String, errno: Int32)
+    case timedOut(operation: String, seconds: Double)
+    case badAddress(String)
+    case closed
+    case unsupported(String)
+
+    public var description: String {
+        switch self {
+        case let .system(op, e): return "\(op) failed: \(String(cString: strerror(e))) (errno \(e))"
+        case let .timedOut(op, s): return "\(op) timed out after \(s) s"
+        case let .badAddress(a): return "not a usable address: \(a)"
+        case .closed: return "the connection is closed"
+        case let .unsupported(what): return what
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

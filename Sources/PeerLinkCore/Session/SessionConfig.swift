@@ -1,0 +1,77 @@
+import PeerLinkWire
+
+/// Tunables of a session. Times are in milliseconds of a monotonic clock supplied by the caller.
+public struct SessionConfig: Sendable, Equatable {
+    /// How often an idle link is probed.
+    public var keepaliveInterval: UInt64 = 1000
+    /// A link with nothing received for this long is declared dead (the "keepalive bound").
+    public var deadAfter: UInt64 = 3000
+    /// Largest application message, reliable or reassembled.
+    public var maxMessageSize = 16 * 1024 * 1024
+    /// Largest piece of a message, stream or resource in one frame.
+    public var fragmentSize = 16 * 1024
+    /// Reliable bytes sent but not yet acknowledged, at most.
+    public var sendWindow = 1024 * 1024
+    /// Reliable records queued behind a full window, at most (bytes); past it `send` reports backpressure.
+    public var maxBacklog = 4 * 1024 * 1024
+    /// Credit granted per stream at open, and refilled as the application consumes.
+    public var streamWindow: UInt32 = 256 * 1024
+    /// Acknowledge after this many reliable frames, or on the next tick, whichever is first.
+    public var ackEvery = 16
+    /// Out-of-order reliable frames buffered (possible with several links), at most.
+    public var maxReorder = 4096
+
+    public init() {}
+}
+
+/// A link of a session, named by the caller.
+public typealias LinkID = UInt64
+
+/// Something the session asks its caller to do or to tell the application.
+public enum SessionOutput: Equatable, Sendable {
+    /// Send this frame on this link.
+    case transmit(link: LinkID, frame: Frame)
+    case event(SessionEvent)
+}
+
+/// What happened in a session, for the application.
+public enum SessionEvent: Equatable, Sendable {
+    case message([UInt8], reliable: Bool)
+    /// The link sent nothing within `deadAfter` and was dropped from the session.
+    case linkDead(LinkID)
+    /// A keepalive answer measured this round-trip time.
+    case roundTrip(link: LinkID, millis: UInt64)
+    case streamOpened(stream: UInt32, name: String)
+    case streamData(stream: UInt32, bytes: [UInt8])
+    case streamClosed(stream: UInt32, status: StreamCloseStatus)
+    /// The remote granted credit: more bytes may be written on this outgoing stream.
+    case streamWritable(stream: UInt32)
+    case resourceOffered(stream: UInt32, name: String, size: UInt64, sha256: [UInt8])
+    case resourceAccepted(stream: UInt32, offset: UInt64)
+    case resourceResult(stream: UInt32, ok: Bool)
+    /// The remote left the session gracefully.
+    case remoteLeft(reason: CloseReason, text: String)
+    /// The remote broke the protocol; the session should be closed.
+    case protocolViolation(String)
+}
+
+/// Why a send was refused.
+public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
+    case messageTooLarge(size: Int, limit: Int)
+    case backlogFull(bytes: Int, limit: Int)
+    case noLink
+    case unknownStream(UInt32)
+    case noCredit(stream: UInt32, available: Int)
+    case closed
+
+    public var description: String {
+        switch self {
+        case let .messageTooLarge(size, limit): return "message of \(size) bytes is larger than the limit of \(limit) bytes"
+        case let .backlogFull(bytes, limit): return "send backlog is full (\(bytes) of \(limit) bytes); wait for the peer to catch up"
+        case .noLink: return "the peer has no live link"
+        case let .unknownStream(id): return "no open stream \(id)"
+        case let .noCredit(id, available): return "stream \(id) has only \(available) bytes of credit"
+        case .closed: return "the session is closed"
+        }
+    }
+}

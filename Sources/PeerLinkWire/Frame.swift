@@ -1,0 +1,178 @@
+/// A session frame: the plaintext of one Noise transport message. See docs/PROTOCOL.md.
+public enum Frame: Equatable, Sendable {
+    /// Ask the remote node to join a session; `context` is opaque application data.
+    case invite(id: UInt32, timeoutMillis: UInt32, context: [UInt8])
+    /// Answer to `invite`.
+    case inviteReply(id: UInt32, accepted: Bool)
+    /// A reliable, ordered record with an end-to-end sequence number (starting at 1).
+    case reliable(seq: UInt64, record: Record)
+    /// Cumulative acknowledgement: every reliable record with `seq <= upTo` has arrived.
+    case ack(upTo: UInt64)
+    /// An unreliable message: never retransmitted.
+    case unreliable(payload: [UInt8])
+    /// Keepalive probe and its answer (the token is echoed; RTT = now − sent).
+    case ping(token: UInt64)
+    case pong(token: UInt64)
+    /// The sender leaves the session (graceful disconnect) or closes this link.
+    case close(reason: CloseReason, text: String)
+
+    public enum Kind: UInt8, Sendable {
+        case invite = 0x01, inviteReply = 0x02, reliable = 0x03, ack = 0x04
+        case unreliable = 0x05, ping = 0x06, pong = 0x07, close = 0x08
+    }
+
+    public func encode() -> [UInt8] {
+        var w = WireWriter()
+        switch self {
+        case let .invite(id, timeout, context):
+            w.u8(Kind.invite.rawValue); w.u32(id); w.u32(timeout)
+            w.u16(UInt16(clamping: context.count)); w.append(context)
+        case let .inviteReply(id, accepted):
+            w.u8(Kind.inviteReply.rawValue); w.u32(id); w.u8(accepted ? 1 : 0)
+        case let .reliable(seq, record):
+            w.u8(Kind.reliable.rawValue); w.u64(seq); record.encode(into: &w)
+        case let .ack(upTo):
+            w.u8(Kind.ack.rawValue); w.u64(upTo)
+        case let .unreliable(payload):
+            w.u8(Kind.unreliable.rawValue); w.append(payload)
+        case let .ping(token):
+            w.u8(Kind.ping.rawValue); w.u64(token)
+        case let .pong(token):
+            w.u8(Kind.pong.rawValue); w.u64(token)
+        case let .close(reason, text):
+            w.u8(Kind.close.rawValue); w.u8(reason.rawValue); w.string16(String(text.utf8.prefix(WireLimits.reasonText)) ?? "")
+        }
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> Frame {
+        guard bytes.count <= WireLimits.frame else {
+            throw WireError.limitExceeded(field: "frame size", value: bytes.count, limit: WireLimits.frame)
+        }
+        var r = WireReader(bytes)
+        let t = try r.u8("frame type")
+        guard let kind = Kind(rawValue: t) else { throw WireError.unknownType(context: "frame", value: t) }
+        let frame: Frame
+        switch kind {
+        case .invite:
+            let id = try r.u32("invite id"), timeout = try r.u32("invite timeout")
+            let n = Int(try r.u16("invite context length"))
+            guard n <= WireLimits.inviteContext else {
+                throw WireError.limitExceeded(field: "invitation context size", value: n, limit: WireLimits.inviteContext)
+            }
+            frame = .invite(id: id, timeoutMillis: timeout, context: try r.take(n, "invite context"))
+        case .inviteReply:
+            let id = try r.u32("invite id")
+            let a = try r.u8("invite answer")
+            guard a <= 1 else { throw WireError.invalid(field: "invite answer", reason: "must be 0 or 1, got \(a)") }
+            frame = .inviteReply(id: id, accepted: a == 1)
+        case .reliable:
+            let seq = try r.u64("sequence number")
+            guard seq > 0 else { throw WireError.invalid(field: "sequence number", reason: "must start at 1") }
+            frame = .reliable(seq: seq, record: try Record.decode(&r))
+        case .ack:
+            frame = .ack(upTo: try r.u64("ack"))
+        case .unreliable:
+            frame = .unreliable(payload: r.rest())
+        case .ping:
+            frame = .ping(token: try r.u64("ping token"))
+        case .pong:
+            frame = .pong(token: try r.u64("pong token"))
+        case .close:
+            let raw = try r.u8("close reason")
+            frame = .close(reason: CloseReason(rawValue: raw) ?? .unspecified,
+                           text: try r.string16("close text", limit: WireLimits.reasonText))
+        }
+        try r.expectEnd()
+        return frame
+    }
+}
+
+/// Why a link or session was closed.
+public enum CloseReason: UInt8, Sendable {
+    case unspecified = 0, leaving = 1, protocolError = 2, tooLarge = 3, declined = 4, duplicateLink = 5, timeout = 6
+}
+
+/// The content of a reliable frame.
+public enum Record: Equatable, Sendable {
+    /// A piece of an application message; `final` marks its last piece.
+    case messagePart(final: Bool, bytes: [UInt8])
+    /// Opens a byte stream with an application-chosen name.
+    case streamOpen(stream: UInt32, name: String)
+    /// Bytes of a stream or resource; only sent within the receiver's credit.
+    case streamData(stream: UInt32, bytes: [UInt8])
+    /// The receiver allows `bytes` more bytes on the stream.
+    case streamCredit(stream: UInt32, bytes: UInt32)
+    /// Ends a stream: finished normally, or cancelled by either side.
+    case streamClose(stream: UInt32, status: StreamCloseStatus)
+    /// Offers a resource (a named blob of known size and SHA-256).
+    case resourceOffer(stream: UInt32, size: UInt64, sha256: [UInt8], name: String)
+    /// Accepts an offer, asking for bytes from `offset` (resume), with initial credit.
+    case resourceAccept(stream: UInt32, offset: UInt64, credit: UInt32)
+    /// The receiver's verdict after the last byte: hash matched or not.
+    case resourceResult(stream: UInt32, ok: Bool)
+
+    public enum Kind: UInt8, Sendable {
+        case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
+        case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
+    }
+
+    func encode(into w: inout WireWriter) {
+        switch self {
+        case let .messagePart(final, bytes):
+            w.u8(Kind.messagePart.rawValue); w.u8(final ? 1 : 0); w.append(bytes)
+        case let .streamOpen(stream, name):
+            w.u8(Kind.streamOpen.rawValue); w.u32(stream); w.string16(name)
+        case let .streamData(stream, bytes):
+            w.u8(Kind.streamData.rawValue); w.u32(stream); w.append(bytes)
+        case let .streamCredit(stream, bytes):
+            w.u8(Kind.streamCredit.rawValue); w.u32(stream); w.u32(bytes)
+        case let .streamClose(stream, status):
+            w.u8(Kind.streamClose.rawValue); w.u32(stream); w.u8(status.rawValue)
+        case let .resourceOffer(stream, size, sha, name):
+            w.u8(Kind.resourceOffer.rawValue); w.u32(stream); w.u64(size); w.append(sha); w.string16(name)
+        case let .resourceAccept(stream, offset, credit):
+            w.u8(Kind.resourceAccept.rawValue); w.u32(stream); w.u64(offset); w.u32(credit)
+        case let .resourceResult(stream, ok):
+            w.u8(Kind.resourceResult.rawValue); w.u32(stream); w.u8(ok ? 1 : 0)
+        }
+    }
+
+    static func decode(_ r: inout WireReader) throws -> Record {
+        let t = try r.u8("record type")
+        guard let kind = Kind(rawValue: t) else { throw WireError.unknownType(context: "record", value: t) }
+        func bool(_ f: String) throws -> Bool {
+            let b = try r.u8(f)
+            guard b <= 1 else { throw WireError.invalid(field: f, reason: "must be 0 or 1, got \(b)") }
+            return b == 1
+        }
+        switch kind {
+        case .messagePart:
+            return .messagePart(final: try bool("final flag"), bytes: r.rest())
+        case .streamOpen:
+            return .streamOpen(stream: try r.u32("stream id"), name: try r.string16("stream name", limit: WireLimits.name))
+        case .streamData:
+            return .streamData(stream: try r.u32("stream id"), bytes: r.rest())
+        case .streamCredit:
+            return .streamCredit(stream: try r.u32("stream id"), bytes: try r.u32("credit"))
+        case .streamClose:
+            let s = try r.u32("stream id")
+            let raw = try r.u8("close status")
+            guard let status = StreamCloseStatus(rawValue: raw) else { throw WireError.unknownType(context: "stream close status", value: raw) }
+            return .streamClose(stream: s, status: status)
+        case .resourceOffer:
+            let s = try r.u32("stream id"), size = try r.u64("resource size")
+            let sha = try r.take(32, "resource sha256")
+            return .resourceOffer(stream: s, size: size, sha256: sha, name: try r.string16("resource name", limit: WireLimits.name))
+        case .resourceAccept:
+            return .resourceAccept(stream: try r.u32("stream id"), offset: try r.u64("resume offset"), credit: try r.u32("credit"))
+        case .resourceResult:
+            return .resourceResult(stream: try r.u32("stream id"), ok: try bool("result flag"))
+        }
+    }
+}
+
+/// How a stream ended.
+public enum StreamCloseStatus: UInt8, Sendable {
+    case finished = 0, cancelledBySender = 1, cancelledByReceiver = 2
+}

@@ -1,0 +1,1 @@
+print("peerlink: under construction")

@@ -1,0 +1,196 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+final class SessionEndToEndTests: XCTestCase {
+    func memoryPair(config: SessionConfig = SessionConfig()) async throws -> (Pair, MemoryNetwork) {
+        let net = MemoryNetwork()
+        let disc = MemoryDiscovery(addressOf: { "node-\($0.short)" })
+        let idA = Identity(), idB = Identity()
+        _ = (idA, idB)
+        // Addresses are assigned per node below, so build the pair by hand.
+        let a = try Node(identity: idA, displayName: "alpha", transports: [MemoryTransport(network: net, address: "node-\(idA.peerID.short)")])
+        let b = try Node(identity: idB, displayName: "beta", transports: [MemoryTransport(network: net, address: "node-\(idB.peerID.short)")])
+        let sa = Session(node: a, config: config), sb = Session(node: b, config: config)
+        let service = try ServiceType("test-svc")
+        let adv = Advertiser(node: a, service: service, info: try DiscoveryInfo(["role": "sensor"]), discovery: disc)
+        try await adv.start()
+        Task { for await inv in adv.invitations { inv.accept(into: sa) } }
+        let browser = Browser(node: b, service: service, discovery: disc)
+        try browser.start()
+        var found: PeerInfo?
+        for await e in browser.events { if case let .found(p) = e { found = p; break } }
+        let peerA = try XCTUnwrap(found)
+        try await browser.invite(peerA, to: sb, context: [1, 2, 3], timeout: 5)
+        return (Pair(a: a, b: b, sa: sa, sb: sb, peerA: peerA), net)
+    }
+
+    func testReliableMessagesBothWaysInOrder() async throws {
+        let (p, _) = try await memoryPair()
+        let n = 500
+        let received = Task { () -> [Int] in
+            var got: [Int] = []
+            for await e in p.sa.events {
+                if case let .message(_, bytes, .reliable) = e { got.append(Int(String(decoding: bytes, as: UTF8.self)) ?? -1) }
+                if got.count == n { break }
+            }
+            return got
+        }
+        for i in 0..<n { try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID]) }
+        let got = await received.value
+        XCTAssertEqual(got, Array(0..<n))
+        try await p.sa.send(Array("pong".utf8), to: [p.b.peerID])
+        let back = try await waitFor(p.sb) { e -> [UInt8]? in if case let .message(_, b, _) = e { return b }; return nil }
+        XCTAssertEqual(String(decoding: back, as: UTF8.self), "pong")
+    }
+
+    func testLargeMessageIsFragmentedAndReassembled() async throws {
+        let (p, _) = try await memoryPair()
+        let big = (0..<(3 * 1024 * 1024 + 17)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try await p.sb.send(big, to: [p.a.peerID])
+        let got = try await waitFor(p.sa, timeout: 30) { e -> [UInt8]? in if case let .message(_, b, _) = e { return b }; return nil }
+        XCTAssertEqual(got, big)
+    }
+
+    func testResourceTransferVerifiesAndResumes() async throws {
+        let (p, _) = try await memoryPair()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-res-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let src = dir + "/source.bin"
+        let content = Data((0..<(700 * 1024)).map { UInt8(truncatingIfNeeded: $0 * 7 + 3) })
+        try content.write(to: URL(fileURLWithPath: src))
+        let inbox = dir + "/inbox"
+        // Pretend an earlier transfer stopped after 300 KiB: the part file is keyed by the hash.
+        let (_, sha) = try FileDigest.sha256(ofFileAt: src)
+        try FileManager.default.createDirectory(atPath: inbox + "/.peerlink-partial", withIntermediateDirectories: true)
+        try content.prefix(300 * 1024).write(to: URL(fileURLWithPath: inbox + "/.peerlink-partial/\(FileDigest.hex(sha)).part"))
+
+        let accepter = Task { () -> ResourceOffer? in
+            for await e in p.sa.events {
+                if case let .resourceOffered(offer) = e { try await p.sa.accept(offer, into: inbox); return offer }
+            }
+            return nil
+        }
+        let progress = ProgressLog()
+        try await p.sb.sendResource(at: src, name: "../../etc/evil.bin", to: p.a.peerID) { progress.add($0) }
+        let offer = try await accepter.value
+        XCTAssertEqual(offer?.name, "evil.bin", "path components from the network are stripped")
+        let finalPath = inbox + "/evil.bin"
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: finalPath)), content)
+        XCTAssertEqual(progress.first?.resumedFrom, 300 * 1024, "the transfer resumed from the partial file")
+        XCTAssertEqual(progress.last?.completed, UInt64(content.count))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: inbox + "/.peerlink-partial/\(FileDigest.hex(sha)).part"))
+    }
+
+    func testCorruptPartialFileIsDetectedByHash() async throws {
+        let (p, _) = try await memoryPair()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-bad-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir + "/inbox/.peerlink-partial", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let src = dir + "/a.bin"
+        let content = Data(repeating: 0x41, count: 100_000)
+        try content.write(to: URL(fileURLWithPath: src))
+        let (_, sha) = try FileDigest.sha256(ofFileAt: src)
+        try Data(repeating: 0x42, count: 5000).write(to: URL(fileURLWithPath: dir + "/inbox/.peerlink-partial/\(FileDigest.hex(sha)).part"))
+        Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/inbox") } } }
+        do {
+            try await p.sb.sendResource(at: src, to: p.a.peerID)
+            XCTFail("a corrupted resume must fail the hash check")
+        } catch let e as PeerLinkError {
+            XCTAssertTrue("\(e)".contains("SHA-256"), "\(e)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/inbox/a.bin"), "no file under the final name")
+    }
+
+    func testSilentCutIsDetectedWithinKeepaliveBound() async throws {
+        var config = SessionConfig()
+        config.keepaliveInterval = 200
+        config.deadAfter = 600
+        let (p, net) = try await memoryPair(config: config)
+        let start = Date()
+        net.cut("node-\(p.a.peerID.short)")
+        async let a: PeerID = waitFor(p.sa) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
+        async let b: PeerID = waitFor(p.sb) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
+        let (pa, pb) = try await (a, b)
+        XCTAssertEqual(pa, p.b.peerID)
+        XCTAssertEqual(pb, p.a.peerID)
+        // Behaviour, not speed: both sides noticed without any traffic from the application.
+        XCTAssertLessThan(Date().timeIntervalSince(start), 10)
+        let connected = await p.sa.connectedPeers()
+        XCTAssertTrue(connected.isEmpty)
+    }
+
+    func testStreamWithCreditFlowControl() async throws {
+        var config = SessionConfig()
+        config.streamWindow = 8 * 1024
+        let (p, _) = try await memoryPair(config: config)
+        let total = 200 * 1024
+        let reader = Task { () -> [UInt8] in
+            for await e in p.sa.events {
+                if case let .streamOpened(s) = e {
+                    var all: [UInt8] = []
+                    while let chunk = try await s.read() { all += chunk }
+                    return all
+                }
+            }
+            return []
+        }
+        let out = try await p.sb.openStream(name: "telemetry", to: p.a.peerID)
+        let data = (0..<total).map { UInt8(truncatingIfNeeded: $0 / 3) }
+        try await out.write(data)
+        await out.close()
+        let got = try await reader.value
+        XCTAssertEqual(got, data)
+    }
+
+    func testGracefulDisconnect() async throws {
+        let (p, _) = try await memoryPair()
+        await p.sb.disconnect()
+        let peer = try await waitFor(p.sa) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
+        XCTAssertEqual(peer, p.b.peerID)
+    }
+
+    func testDeclinedInvitation() async throws {
+        let net = MemoryNetwork()
+        let disc = MemoryDiscovery()
+        let idA = Identity()
+        let a = try Node(identity: idA, displayName: "alpha", transports: [MemoryTransport(network: net, address: idA.peerID.description)])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b")])
+        let adv = Advertiser(node: a, service: try ServiceType("x1"), discovery: disc)
+        try await adv.start()
+        Task { for await inv in adv.invitations { XCTAssertEqual(inv.context, [9]); inv.decline() } }
+        let peerA = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: idA.peerID.description, port: 0)])
+        do {
+            try await b.invite(peerA, to: Session(node: b), context: [9], timeout: 3)
+            XCTFail("declined invitation must throw")
+        } catch let e as PeerLinkError {
+            XCTAssertEqual(e, .invitationDeclined(a.peerID))
+        }
+    }
+
+    func testDiallingTheWrongKeyIsRefused() async throws {
+        let net = MemoryNetwork()
+        let idA = Identity()
+        let a = try Node(identity: idA, displayName: "alpha", transports: [MemoryTransport(network: net, address: "a")])
+        try await a.start()
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b")])
+        let impostor = Identity().peerID
+        let info = PeerInfo(peerID: impostor, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
+        do {
+            try await b.invite(info, to: Session(node: b), timeout: 3)
+            XCTFail("must not connect to a key that is not the dialled peer's")
+        } catch let e as PeerLinkError {
+            guard case let .unreachable(_, reasons) = e else { return XCTFail("\(e)") }
+            XCTAssertTrue(reasons.joined().contains("not the expected peer"), "\(reasons)")
+        }
+    }
+}
+
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [ResourceProgress] = []
+    func add(_ p: ResourceProgress) { lock.withLock { items.append(p) } }
+    var first: ResourceProgress? { lock.withLock { items.first } }
+    var last: ResourceProgress? { lock.withLock { items.last } }
+}

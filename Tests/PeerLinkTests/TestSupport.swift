@@ -1,0 +1,55 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// Waits for the first session event that `match` turns into a value.
+func waitFor<T: Sendable>(_ session: Session, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line,
+                          _ match: @escaping @Sendable (Session.Event) -> T?) async throws -> T {
+    let result = await withTaskGroup(of: T?.self) { group -> T? in
+        group.addTask {
+            for await e in session.events { if let v = match(e) { return v } }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+    guard let result else {
+        XCTFail("no matching session event within \(timeout) s", file: file, line: line)
+        throw CancellationError()
+    }
+    return result
+}
+
+/// Two nodes with their sessions, connected through an advertiser/browser pair.
+struct Pair {
+    let a: Node, b: Node
+    let sa: Session, sb: Session
+    let peerA: PeerInfo
+}
+
+func connectedPair(transportA: Transport, transportB: Transport, discovery: Discovery,
+                   config: SessionConfig = SessionConfig()) async throws -> Pair {
+    let a = try Node(identity: Identity(), displayName: "alpha", transports: [transportA])
+    let b = try Node(identity: Identity(), displayName: "beta", transports: [transportB])
+    let sa = Session(node: a, config: config), sb = Session(node: b, config: config)
+    let service = try ServiceType("test-svc")
+    let adv = Advertiser(node: a, service: service, info: try DiscoveryInfo(["role": "sensor"]), discovery: discovery)
+    try await adv.start()
+    Task { for await inv in adv.invitations { inv.accept(into: sa) } }
+    let browser = Browser(node: b, service: service, discovery: discovery)
+    try browser.start()
+    var found: PeerInfo?
+    for await e in browser.events {
+        if case let .found(p) = e, p.peerID == a.peerID { found = p; break }
+    }
+    guard let peerA = found else { throw PeerLinkError.notConnected(a.peerID) }
+    XCTAssertEqual(peerA.info["role"], "sensor")
+    try await browser.invite(peerA, to: sb, context: Array("hello".utf8), timeout: 5)
+    browser.stop()
+    return Pair(a: a, b: b, sa: sa, sb: sb, peerA: peerA)
+}
