@@ -24,6 +24,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // C wrappers for system calls Swift cannot call directly.
+        .target(name: "CPeerLinkSys"),
         .systemLibrary(
             name: "CAvahi",
             pkgConfig: "avahi-client",
@@ -32,12 +34,13 @@ let package = Package(
         // I/O edges and the public async API.
         .target(
             name: "PeerLink",
-            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi"]
+            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi", "CPeerLinkSys"]
         ),
         .executableTarget(
             name: "peerlink",
             dependencies: [
                 "PeerLink",
+                "CPeerLinkSys",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -55,7 +55,10 @@ public final class SecureLink: @unchecked Sendable {
                 remoteHello = try Hello.decode(payload)
                 connection.enqueue(try hs.writeMessage(payload: hello.encode()))
             } else {
-                _ = try hs.readMessage(try await next())
+                // Message 1 is unauthenticated; PeerLink's is exactly an ephemeral key.
+                guard try hs.readMessage(try await next()).isEmpty else {
+                    throw LinkError.handshakeFailed("handshake message 1 must have an empty payload")
+                }
                 connection.enqueue(try hs.writeMessage(payload: hello.encode()))
                 remoteHello = try Hello.decode(try hs.readMessage(try await next()))
                 try check(hs, expecting: expecting)

@@ -13,7 +13,7 @@ import Glibc
 public final class FDConnection: MessageConnection, @unchecked Sendable {
     public let medium: Medium
     public let remoteDescription: String
-    private let fd: Int32
+    let fd: Int32
     private let lengthPrefixed: Bool
     private let maxWriteChunk: Int
     private let readQueue = DispatchQueue(label: "peerlink.fd.read")

@@ -1,0 +1,7 @@
+#ifndef CPEERLINKSYS_H
+#define CPEERLINKSYS_H
+/* Small wrappers for C APIs Swift cannot call directly (variadic functions). */
+int peerlink_ioctl_ptr(int fd, unsigned long request, void *arg);
+/* Makes stdout line-buffered so pipes see each line at once. */
+void peerlink_line_buffer_stdout(void);
+#endif

@@ -1,0 +1,187 @@
+import CPeerLinkSys
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One check of `peerlink doctor`: what was looked at, whether it is fine, and if not, what to do.
+public struct DoctorCheck: Sendable, Codable, Equatable {
+    public var name: String
+    public var ok: Bool
+    public var detail: String
+    public var fix: String?
+}
+
+/// Whether a medium can be used on this machine, and why not.
+public struct MediumReport: Sendable, Codable, Equatable {
+    public var medium: String
+    public var usable: Bool
+    public var checks: [DoctorCheck]
+}
+
+/// Looks at this machine for what each medium needs.
+public enum Doctor {
+    /// Runs every check. `busAddress` overrides the D-Bus system bus (as `DBUS_SYSTEM_BUS_ADDRESS`).
+    public static func run(busAddress: String? = nil) -> [MediumReport] {
+        [ip(busAddress: busAddress), bluetooth()]
+    }
+
+    static func ip(busAddress: String?) -> MediumReport {
+        var checks: [DoctorCheck] = []
+        let ifaces = interfacesWithAddresses()
+        checks.append(ifaces.isEmpty
+            ? DoctorCheck(name: "network interface", ok: false, detail: "no interface besides loopback is up with an address",
+                          fix: "connect Wi-Fi or Ethernet (ip -br addr shows what there is)")
+            : DoctorCheck(name: "network interface", ok: true, detail: ifaces.joined(separator: ", "), fix: nil))
+        let bus = busAddress ?? ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/var/run/dbus/system_bus_socket"
+        let busCheck = checkBus(bus)
+        checks.append(busCheck)
+        if busCheck.ok {
+            switch AvahiProbe.check(busAddress: busAddress) {
+            case let .success(version):
+                checks.append(DoctorCheck(name: "avahi-daemon", ok: true, detail: "running (\(version))", fix: nil))
+            case let .failure(e):
+                checks.append(DoctorCheck(name: "avahi-daemon", ok: false, detail: "\(e)",
+                                          fix: "apt-get install avahi-daemon, then systemctl start avahi-daemon"))
+            }
+        } else {
+            checks.append(DoctorCheck(name: "avahi-daemon", ok: false, detail: "not checked: it needs the D-Bus system bus",
+                                      fix: "start D-Bus first, then avahi-daemon"))
+        }
+        do {
+            let l = try TCPTransport().listen(port: 0) { $0.close() }
+            checks.append(DoctorCheck(name: "TCP listen", ok: true, detail: "can listen (tried port \(l.port))", fix: nil))
+            l.close()
+        } catch {
+            checks.append(DoctorCheck(name: "TCP listen", ok: false, detail: "\(error)", fix: "check firewall and socket permissions"))
+        }
+        return MediumReport(medium: "ip", usable: checks.allSatisfy(\.ok), checks: checks)
+    }
+
+    static func checkBus(_ address: String) -> DoctorCheck {
+        let name = "D-Bus system bus"
+        guard let pathPart = address.split(separator: ",").first(where: { $0.hasPrefix("unix:path=") }) else {
+            return DoctorCheck(name: name, ok: true, detail: "\(address) (not a unix path; not probed)", fix: nil)
+        }
+        let path = String(pathPart.dropFirst("unix:path=".count))
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return DoctorCheck(name: name, ok: false, detail: "cannot create a socket", fix: nil) }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            return DoctorCheck(name: name, ok: false, detail: "socket path too long: \(path)", fix: nil)
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let r = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if r == 0 { return DoctorCheck(name: name, ok: true, detail: "reachable at \(path)", fix: nil) }
+        let why = String(cString: strerror(errno))
+        let fix = errno == EACCES ? "run as a user allowed on the system bus" : "apt-get install dbus, then systemctl start dbus"
+        return DoctorCheck(name: name, ok: false, detail: "cannot connect to \(path): \(why)", fix: fix)
+    }
+
+    static func interfacesWithAddresses() -> [String] {
+        var head: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&head) == 0 else { return [] }
+        defer { freeifaddrs(head) }
+        var names: Set<String> = []
+        var p = head
+        while let cur = p {
+            let flags = Int32(cur.pointee.ifa_flags)
+            if let addr = cur.pointee.ifa_addr, flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0,
+               addr.pointee.sa_family == sa_family_t(AF_INET) || addr.pointee.sa_family == sa_family_t(AF_INET6) {
+                names.insert(String(cString: cur.pointee.ifa_name))
+            }
+            p = cur.pointee.ifa_next
+        }
+        return names.sorted()
+    }
+
+    static func bluetooth() -> MediumReport {
+        var checks: [DoctorCheck] = []
+        let afBluetooth: Int32 = 31, btprotoL2CAP: Int32 = 0
+        let fd = socket(afBluetooth, Int32(SOCK_SEQPACKET.rawValue), btprotoL2CAP)
+        if fd < 0 {
+            let e = errno
+            let (detail, fix): (String, String) = switch e {
+            case EAFNOSUPPORT: ("the kernel has no Bluetooth support (socket(AF_BLUETOOTH) fails: address family not supported)",
+                                "load it with `modprobe bluetooth`; on a kernel built without it, use another machine or the VM lab (scripts/bt-lab.sh)")
+            case EPERM, EACCES: ("not permitted to open Bluetooth sockets", "run as a user with access to Bluetooth (or root)")
+            default: ("socket(AF_BLUETOOTH) failed: \(String(cString: strerror(e)))", "check the kernel's Bluetooth modules")
+            }
+            checks.append(DoctorCheck(name: "kernel Bluetooth support", ok: false, detail: detail, fix: fix))
+        } else {
+            close(fd)
+            checks.append(DoctorCheck(name: "kernel Bluetooth support", ok: true, detail: "AF_BLUETOOTH sockets work", fix: nil))
+        }
+        let adapters = ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? [])
+            .filter { $0.hasPrefix("hci") && !$0.contains(":") }.sorted()
+        if adapters.isEmpty {
+            checks.append(DoctorCheck(name: "adapter", ok: false, detail: "no Bluetooth adapter in /sys/class/bluetooth",
+                                      fix: "plug in a Bluetooth adapter (a USB dongle works); `rfkill list` shows radios"))
+        } else {
+            checks.append(DoctorCheck(name: "adapter", ok: true, detail: adapters.joined(separator: ", "), fix: nil))
+            let up = poweredAdapters()
+            for a in adapters {
+                let powered = up[a] ?? false
+                checks.append(DoctorCheck(name: "\(a) power", ok: powered, detail: powered ? "powered on" : "powered off (or state unknown)",
+                                          fix: powered ? nil : "power it on: `bluetoothctl power on` or `btmgmt --index \(a.dropFirst(3)) power on`"))
+            }
+        }
+        for (name, blocked) in rfkillBluetooth() where blocked {
+            checks.append(DoctorCheck(name: "rfkill \(name)", ok: false, detail: "Bluetooth radio is blocked", fix: "rfkill unblock bluetooth"))
+        }
+        let running = processRunning("bluetoothd")
+        checks.append(DoctorCheck(name: "bluetoothd", ok: running, detail: running ? "running" : "not running",
+                                  fix: running ? nil : "apt-get install bluez, then systemctl start bluetooth"))
+        checks.append(DoctorCheck(name: "PeerLink Bluetooth transport", ok: false,
+                                  detail: "not implemented in this version (RFCOMM/L2CAP transports are planned)", fix: "use --media ip for now"))
+        return MediumReport(medium: "bluetooth", usable: checks.allSatisfy(\.ok), checks: checks)
+    }
+
+    /// Adapters and their HCI_UP flag from the kernel (HCIGETDEVLIST on a raw HCI socket).
+    static func poweredAdapters() -> [String: Bool] {
+        let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)  // AF_BLUETOOTH, BTPROTO_HCI
+        guard fd >= 0 else { return [:] }
+        defer { close(fd) }
+        // struct hci_dev_list_req { u16 dev_num; struct hci_dev_req { u16 dev_id; u32 dev_opt; } dev_req[16]; }
+        var buf = [UInt8](repeating: 0, count: 4 + 16 * 8)
+        buf[0] = 16
+        let hciGetDevList: UInt = 0x800448d2
+        let r = buf.withUnsafeMutableBytes { peerlink_ioctl_ptr(fd, hciGetDevList, $0.baseAddress) }
+        guard r == 0 else { return [:] }
+        let count = Int(buf[0]) | Int(buf[1]) << 8
+        var out: [String: Bool] = [:]
+        for i in 0..<min(count, 16) {
+            let o = 4 + i * 8
+            let id = Int(buf[o]) | Int(buf[o + 1]) << 8
+            let opt = UInt32(buf[o + 4]) | UInt32(buf[o + 5]) << 8 | UInt32(buf[o + 6]) << 16 | UInt32(buf[o + 7]) << 24
+            out["hci\(id)"] = opt & 1 != 0
+        }
+        return out
+    }
+
+    static func rfkillBluetooth() -> [(String, Bool)] {
+        let base = "/sys/class/rfkill"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).compactMap { d in
+            func read(_ f: String) -> String? {
+                (try? String(contentsOfFile: "\(base)/\(d)/\(f)", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            guard read("type") == "bluetooth" else { return nil }
+            return (d, read("soft") == "1" || read("hard") == "1")
+        }
+    }
+
+    static func processRunning(_ name: String) -> Bool {
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return pids.contains { pid in
+            guard pid.allSatisfy(\.isNumber) else { return false }
+            return (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }
+    }
+}

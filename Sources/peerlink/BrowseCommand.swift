@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import PeerLink
+
+struct BrowseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "browse",
+        abstract: "List nearby peers of a service as they are found and lost.",
+        discussion: "Runs until interrupted, or for --timeout seconds. Needs avahi-daemon (see `peerlink doctor`).")
+
+    @OptionGroup var node: NodeOptions
+
+    @Option(name: .long, help: "Stop after this many seconds (default: run until Ctrl-C).")
+    var timeout: Double?
+
+    func run() async throws {
+        let service = try node.serviceType()
+        let (n, _) = try node.makeNode()
+        let out = Output(json: node.json)
+        let browser = Browser(node: n, service: service, discovery: AvahiDiscovery())
+        try browser.start()
+        out.note("browsing for '\(service)' (\(service.dnssdTCP)); Ctrl-C to stop")
+        if let timeout {
+            Task {
+                try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                browser.stop()
+            }
+        }
+        for await e in browser.events {
+            switch e {
+            case let .found(p):
+                out.emit("found   \(describe(p)) at \(p.endpoints.map(\.description).joined(separator: ", "))",
+                         ["event": "found"].merging(json(p)) { a, _ in a })
+            case let .updated(p):
+                out.emit("updated \(describe(p)) at \(p.endpoints.map(\.description).joined(separator: ", "))",
+                         ["event": "updated"].merging(json(p)) { a, _ in a })
+            case let .lost(id):
+                out.emit("lost    [\(id)]", ["event": "lost", "peer": id.description])
+            case let .notice(text):
+                out.emit("note    \(text)", ["event": "notice", "text": text])
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import PeerLink
+
+/// Options every networking command takes.
+struct NodeOptions: ParsableArguments {
+    @Option(name: .long, help: "Service type shared by the nodes that should find each other.")
+    var service: String = "peerlink"
+
+    @Option(name: .long, help: "Directory holding the identity key and trust store.")
+    var configDir: String?
+
+    @Option(name: .long, help: "Display name for this run (default: the stored name, else the host name).")
+    var name: String?
+
+    @Option(name: .long, help: "Media to use: ip (TCP over mDNS/DNS-SD). Bluetooth is not available yet.")
+    var media: String = "ip"
+
+    @Flag(name: .long, help: "Print one JSON object per line instead of text.")
+    var json = false
+
+    func validateMedia() throws {
+        switch media {
+        case "ip", "wifi", "tcp": return
+        case "bluetooth", "bt":
+            throw ValidationError("--media bluetooth: Bluetooth transports are not implemented yet; use --media ip")
+        default:
+            throw ValidationError("--media '\(media)' is not known; use ip")
+        }
+    }
+
+    func serviceType() throws -> ServiceType {
+        do { return try ServiceType(service) } catch { throw ValidationError("--service: \(error)") }
+    }
+
+    /// Loads (or creates) the identity and builds a node with the IP transport.
+    func makeNode() throws -> (Node, IdentityStore) {
+        try validateMedia()
+        let store = IdentityStore(directory: configDir)
+        let identity = try store.loadOrCreate().identity
+        let display = name ?? store.displayName()
+        do {
+            return (try Node(identity: identity, displayName: display, transports: [TCPTransport()]), store)
+        } catch {
+            throw ValidationError("--name: \(error)")
+        }
+    }
+}
+
+/// Options of commands that answer invitations.
+struct AcceptOptions: ParsableArguments {
+    @Flag(name: .long, help: "Accept every invitation without asking.")
+    var acceptAll = false
+
+    @Flag(name: .long, help: "Accept invitations from peers in the trust store (see `peerlink trust`); decline others.")
+    var acceptKnown = false
+
+    func validate() throws {
+        if acceptAll && acceptKnown { throw ValidationError("use either --accept-all or --accept-known, not both") }
+    }
+}
+
+/// Exit cleanly (after telling peers) on Ctrl-C or SIGTERM.
+func installSignalHandlers(_ onSignal: @escaping @Sendable () async -> Void) {
+    for sig in [SIGINT, SIGTERM] {
+        signal(sig, SIG_IGN)
+        let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+        src.setEventHandler {
+            Task {
+                await onSignal()
+                exit(sig == SIGINT ? 130 : 143)
+            }
+        }
+        src.resume()
+        SignalSources.keep(src)
+    }
+}
+
+enum SignalSources {
+    nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+    static func keep(_ s: DispatchSourceSignal) { sources.append(s) }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import Foundation
+import PeerLink
+
+struct DoctorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Say which media work on this machine and, for each that does not, why and what to do.",
+        discussion: "Exits 0 when at least one medium is usable, 1 otherwise.")
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let reports = Doctor.run()
+        let out = Output(json: json)
+        if json {
+            let data = try JSONEncoder().encode(reports)
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            for r in reports {
+                out.emit("\(r.medium): \(r.usable ? "usable" : "NOT usable")", [:])
+                for c in r.checks {
+                    print("  \(c.ok ? "ok  " : "FAIL") \(c.name): \(c.detail)")
+                    if let fix = c.fix, !c.ok { print("       fix: \(fix)") }
+                }
+            }
+        }
+        if !reports.contains(where: \.usable) { throw ExitCode(1) }
+    }
+}

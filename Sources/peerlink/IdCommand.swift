@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import PeerLink
+
+struct IdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "id",
+        abstract: "Show this node's identity, creating the key on first use.",
+        discussion: "The peer ID is derived from the public key (SHA-256, first 20 bytes, base32), so it is the same on every radio and cannot be claimed without the key. The display name is only a label.")
+
+    @Option(name: .long, help: "Directory holding the identity key and trust store.")
+    var configDir: String?
+
+    @Option(name: .long, help: "Store a new display name (1-63 bytes).")
+    var setName: String?
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let store = IdentityStore(directory: configDir)
+        let (identity, created) = try store.loadOrCreate()
+        if let setName {
+            do { try store.setDisplayName(setName) } catch { throw ValidationError("--set-name: \(error)") }
+        }
+        let out = Output(json: json)
+        out.emit("""
+            peer ID:      \(identity.peerID)
+            display name: \(store.displayName())
+            public key:   \(Data(identity.publicKey).base64EncodedString())
+            key file:     \(store.keyPath) (mode 0600, \(created ? "created now" : "existing"))
+            """,
+            ["peer": identity.peerID.description, "name": store.displayName(), "keyFile": store.keyPath,
+             "publicKey": Data(identity.publicKey).base64EncodedString(), "created": created])
+    }
+}
+
+struct TrustCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trust",
+        abstract: "Manage the peers that --accept-known accepts.",
+        subcommands: [Add.self, Remove.self, List.self], defaultSubcommand: List.self)
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Trust a peer ID.")
+        @Argument(help: "The full 32-character peer ID.") var peer: String
+        @Argument(help: "A note, e.g. the peer's name.") var note: String = ""
+        @Option(name: .long, help: "Directory holding the identity key and trust store.") var configDir: String?
+        func run() throws {
+            let id: PeerID
+            do { id = try PeerID(parsing: peer) } catch { throw ValidationError("\(error)") }
+            try IdentityStore(directory: configDir).trust(id, name: note)
+            print("trusted \(id)")
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop trusting a peer ID.")
+        @Argument(help: "The full peer ID.") var peer: String
+        @Option(name: .long, help: "Directory holding the identity key and trust store.") var configDir: String?
+        func run() throws {
+            let id: PeerID
+            do { id = try PeerID(parsing: peer) } catch { throw ValidationError("\(error)") }
+            try IdentityStore(directory: configDir).untrust(id)
+            print("no longer trusted: \(id)")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List trusted peers.")
+        @Option(name: .long, help: "Directory holding the identity key and trust store.") var configDir: String?
+        @Flag(name: .long, help: "Print JSON.") var json = false
+        func run() throws {
+            let all = IdentityStore(directory: configDir).trustedPeers()
+            let out = Output(json: json)
+            if all.isEmpty { out.note("no trusted peers (add one with `peerlink trust add PEER-ID`)") }
+            for id in all.keys.sorted() {
+                out.emit("\(id) \(all[id] ?? "")", ["peer": id.description, "note": all[id] ?? ""])
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import PeerLink
+
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send files to a peer running `peerlink receive`.",
+        discussion: """
+        Each file's SHA-256 is checked by the receiver before it appears under its final name. \
+        If the link is lost, the transfer reconnects and resumes where it stopped (up to \
+        --retries times); running the same command again later also resumes.
+        """)
+
+    @OptionGroup var node: NodeOptions
+
+    @Argument(help: "Files to send.")
+    var files: [String]
+
+    @Option(name: .long, help: "The receiving peer: peer ID, ID prefix (≥ 4 characters) or display name.")
+    var to: String
+
+    @Option(name: .long, help: "Seconds to look for the peer before giving up.")
+    var timeout: Double = 30
+
+    @Option(name: .long, help: "Reconnect-and-resume attempts per file after a lost link.")
+    var retries: Int = 5
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("name at least one file to send") }
+        for f in files {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: f, isDirectory: &isDir) else { throw ValidationError("\(f): no such file") }
+            guard !isDir.boolValue else { throw ValidationError("\(f) is a directory; send the files in it") }
+            guard FileManager.default.isReadableFile(atPath: f) else { throw ValidationError("\(f) is not readable") }
+        }
+        guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
+    }
+
+    func run() async throws {
+        let d = try Dialling(node, peer: to, lookupTimeout: timeout, context: Array("send \(files.count) file(s)".utf8))
+        let out = d.output
+        let peer: PeerInfo
+        do { peer = try await d.connect() } catch { throw ValidationError("\(error)") }
+        let names = NameBook()
+        names.set(peer.peerID, peer.displayName)
+        Task { for await e in d.session.events { printCommon(e, names: names, out: out, showMessages: false) } }
+        var failures = 0
+        for file in files {
+            let name = (file as NSString).lastPathComponent
+            let bar = ProgressBar(label: name)
+            var attempt = 0
+            while true {
+                do {
+                    try await d.session.sendResource(at: file, to: peer.peerID) { p in
+                        if out.json { out.emit("", progressJSON(p)) } else { bar.update(p) }
+                    }
+                    let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? UInt64) ?? 0
+                    out.emit("sent '\(name)' (\(bytes(size ?? 0))) to \(peer.displayName); the receiver verified its SHA-256",
+                             ["event": "sent", "name": name, "peer": peer.peerID.description, "size": size ?? 0, "verified": true])
+                    break
+                } catch PeerLinkError.notConnected where attempt < retries {
+                    attempt += 1
+                    out.note("\nlink lost while sending '\(name)'; reconnecting to resume (attempt \(attempt) of \(retries))")
+                    _ = await withTimeout(60) { await d.reconnect() }
+                } catch {
+                    failures += 1
+                    out.emit("\nfailed to send '\(name)': \(error)", ["event": "failed", "name": name, "error": "\(error)"])
+                    break
+                }
+            }
+        }
+        await d.session.disconnect()
+        if failures > 0 { throw ExitCode(1) }
+    }
+}
+
+/// Runs `body`, giving up (nil) after `seconds`.
+func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async -> T) async -> T? {
+    await withTaskGroup(of: T?.self) { g in
+        g.addTask { await body() }
+        g.addTask { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)); return nil }
+        let first = await g.next() ?? nil
+        g.cancelAll()
+        return first
+    }
+}

@@ -1,1 +1,0 @@
-print("peerlink: under construction")

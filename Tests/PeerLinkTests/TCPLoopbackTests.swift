@@ -1,0 +1,130 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// Real TCP sockets on loopback: handshake, invitation, messages, files, hostile input.
+final class TCPLoopbackTests: XCTestCase {
+    func loopbackPair(config: SessionConfig = SessionConfig()) async throws -> Pair {
+        let disc = LoopbackDiscovery()
+        return try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
+                                       discovery: disc, config: config)
+    }
+
+    func testMessagesAndFileOverTCP() async throws {
+        let p = try await loopbackPair()
+        let links = await p.sb.links()
+        XCTAssertEqual(links.first?.links.first?.medium, .tcp)
+        XCTAssertEqual(links.first?.peer, p.a.peerID)
+        try await p.sb.send(Array("over tcp".utf8), to: [p.a.peerID])
+        let got = try await waitFor(p.sa) { e -> String? in
+            if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil
+        }
+        XCTAssertEqual(got, "over tcp")
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-tcp-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let content = Data((0..<(2 * 1024 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
+        Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/in") } } }
+        try await p.sb.sendResource(at: dir + "/blob.bin", to: p.a.peerID)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/in/blob.bin")), content)
+    }
+
+    func testGarbageBeforeHandshakeIsRejectedAndNodeKeepsWorking() async throws {
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: 2)
+        let ports = try await a.start()
+        let port = try XCTUnwrap(ports[.tcp])
+        // Hostile client: a length prefix announcing 300 bytes of junk, then random bytes.
+        let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
+        conn.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
+        let reply = try? await conn.receive()
+        XCTAssertNil(reply, "a node answers junk by closing the connection")
+        conn.close()
+        // A zero-length prefix is malformed too.
+        let raw = try TCPTransport.dial(try IPSocketAddress(host: "127.0.0.1", port: port),
+                                        endpoint: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
+        let plain = FDConnection(fd: dup(raw.fd), medium: .tcp, remoteDescription: "raw", lengthPrefixed: false)
+        plain.enqueue([0, 0, 1, 2, 3])
+        let r2 = try? await plain.receive()
+        XCTAssertNil(r2)
+        plain.close(); raw.close()
+        // The node still serves honest peers.
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [TCPTransport()])
+        let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
+        let adv = Advertiser(node: a, service: try ServiceType("ok"), discovery: MemoryDiscovery())
+        try await adv.start()
+        let sa = Session(node: a)
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        try await b.invite(info, to: Session(node: b), timeout: 5)
+    }
+
+    func testConnectionRefusedGivesAClearError() async throws {
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [TCPTransport()])
+        let nobody = Identity().peerID
+        // Port 1 on loopback: nothing listens there.
+        let info = PeerInfo(peerID: nobody, displayName: "x", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: 1)])
+        do {
+            try await b.invite(info, to: Session(node: b), timeout: 2)
+            XCTFail("must fail")
+        } catch {
+            XCTAssertTrue("\(error)".contains("Connection refused"), "\(error)")
+        }
+    }
+
+    func testSixtyFourPeersInOneSession() async throws {
+        let hub = try Node(identity: Identity(), displayName: "hub", transports: [TCPTransport(bindHost: "127.0.0.1")])
+        let hubSession = Session(node: hub)
+        let adv = Advertiser(node: hub, service: try ServiceType("hub"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: hubSession) } }
+        let hubPorts = try await hub.start()
+        let port = try XCTUnwrap(hubPorts[.tcp])
+        let info = PeerInfo(peerID: hub.peerID, displayName: "hub", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
+        var spokes: [(Node, Session)] = []
+        for i in 0..<64 {
+            let n = try Node(identity: Identity(), displayName: "spoke-\(i)", transports: [TCPTransport()])
+            let s = Session(node: n)
+            try await n.invite(info, to: s, timeout: 10)
+            spokes.append((n, s))
+        }
+        var connected = 0
+        for _ in 0..<100 {
+            connected = await hubSession.connectedPeers().count
+            if connected == 64 { break }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        XCTAssertEqual(connected, 64)
+        let counter = Task { () -> Set<PeerID> in
+            var from: Set<PeerID> = []
+            for await e in hubSession.events { if case let .message(p, _, _) = e { from.insert(p); if from.count == 64 { break } } }
+            return from
+        }
+        for (n, s) in spokes { try await s.send(Array(n.displayName.utf8), to: [hub.peerID]) }
+        let from = await counter.value
+        XCTAssertEqual(from.count, 64)
+        let everyone = await hubSession.connectedPeers()
+        try await hubSession.send(Array("to all".utf8), to: everyone)
+        let last = spokes[63].1
+        let text = try await waitFor(last) { e -> String? in if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil }
+        XCTAssertEqual(text, "to all")
+    }
+}
+
+/// Discovery for loopback tests: publishes the real TCP port on 127.0.0.1.
+final class LoopbackDiscovery: Discovery, @unchecked Sendable {
+    let inner = MemoryDiscovery()
+    func publish(_ ad: Advertisement, service: ServiceType, port: UInt16, notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
+        try inner.publish(ad, service: service, port: port, notices: notices)
+    }
+    func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle {
+        try inner.browse(service) { e in
+            switch e {
+            case var .found(p):
+                p.endpoints = p.endpoints.map { TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: $0.port) }
+                handler(.found(p))
+            default: handler(e)
+            }
+        }
+    }
+}

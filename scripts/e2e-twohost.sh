@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Two hosts in network namespaces, each with its own dbus-daemon and avahi-daemon, running
+# the real `peerlink` CLI: discovery with info → invitation → accept → messages both ways →
+# file with hash check → link cut → both sides report "not connected" within the keepalive
+# bound → link restored → reconnect → messages again.
+#
+#   scripts/e2e-twohost.sh [PEERLINK_BINARY]
+# Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+bin=${1:-$root/.build/debug/peerlink}
+[ -x "$bin" ] || { echo "e2e: no peerlink binary at $bin (run swift build)" >&2; exit 2; }
+lab="$here/lab/iplab.sh"
+work=$(mktemp -d /tmp/peerlink-e2e.XXXXXX)
+chmod 755 "$work"  # avahi-daemon drops root and must reach the bus socket inside
+export IPLAB_PREFIX=${IPLAB_PREFIX:-ple2e}
+A=${IPLAB_PREFIX}a
+B=${IPLAB_PREFIX}b
+SERVICE=field-demo
+passed=0; failed=0
+pids=()
+
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    exec 7>&- 8>&- 2>/dev/null
+    "$lab" down "$work/lab" >/dev/null 2>&1
+    if [ "$failed" -gt 0 ]; then
+        echo "e2e: logs kept in $work" >&2
+        for f in "$work"/*.out "$work"/*.err; do [ -f "$f" ] && { echo "---- $f"; tail -n 40 "$f"; } >&2; done
+    else
+        rm -rf "$work"
+    fi
+}
+trap cleanup EXIT
+
+check() {  # NAME CONDITION-COMMAND...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
+}
+
+# wait_for FILE REGEX SECONDS — true once a line of FILE matches.
+wait_for() {
+    local file=$1 re=$2 secs=$3 end
+    end=$(( $(date +%s%N) + secs * 1000000000 ))
+    while [ "$(date +%s%N)" -lt "$end" ]; do
+        grep -qE -- "$re" "$file" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+count_matches() { grep -cE -- "$2" "$1" 2>/dev/null || true; }
+
+# run_on HOST NAME ARGS... — runs peerlink on HOST in the background, output in $work/NAME.*
+run_on() {
+    local host=$1 name=$2; shift 2
+    "$lab" exec "$host" env PEERLINK_CONFIG_DIR="$work/cfg-$host" "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    pids+=($!)
+}
+
+t0=$(date +%s)
+if ! "$lab" up "$work/lab" 2 >"$work/lab-up.log" 2>&1; then
+    cat "$work/lab-up.log" >&2
+    echo "FAIL lab setup (see above)"; failed=1
+    echo "0 passed, 1 failed"; exit 1
+fi
+echo "lab up in $(( $(date +%s) - t0 )) s"
+
+"$lab" exec "$A" env PEERLINK_CONFIG_DIR="$work/cfg-$A" "$bin" id --json >"$work/id-a.json"
+id_a=$(sed -n 's/.*"peer":"\([a-z2-7]*\)".*/\1/p' "$work/id-a.json")
+"$lab" exec "$A" env PEERLINK_CONFIG_DIR="$work/cfg-$A" "$bin" id --json >"$work/id-a2.json"
+check "identity is created once and stable" grep -q "\"peer\":\"$id_a\"" "$work/id-a2.json"
+check "identity key has mode 0600" test "$(stat -c %a "$work/cfg-$A/identity.key")" = 600
+
+# 1. Advertise with discovery info; browse from B.
+mkfifo "$work/in-a" "$work/in-b"
+exec 7<>"$work/in-a" 8<>"$work/in-b"
+"$lab" exec "$A" env PEERLINK_CONFIG_DIR="$work/cfg-$A" "$bin" chat --service $SERVICE --name alpha \
+    --accept-all --info role=sensor --info site=north --json <"$work/in-a" >"$work/chat-a.out" 2>"$work/chat-a.err" &
+pids+=($!)
+run_on "$B" browse browse --service $SERVICE --name beta --json --timeout 6
+check "browser finds the advertiser with its discovery info" \
+    wait_for "$work/browse.out" "\"event\":\"found\".*\"info\":\\{\"role\":\"sensor\",\"site\":\"north\"\\}.*\"name\":\"alpha\".*\"peer\":\"$id_a\"" 8
+
+# 2. Invite by display name, chat both ways.
+"$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-$B" "$bin" chat --service $SERVICE --name beta \
+    --peer alpha --context "hello from beta" --json <"$work/in-b" >"$work/chat-b.out" 2>"$work/chat-b.err" &
+pids+=($!)
+check "invitation with context is accepted" wait_for "$work/chat-a.out" '"accepted":true,"context":"hello from beta"' 15
+check "inviter reports connected" wait_for "$work/chat-b.out" '"state":"connected"' 10
+check "advertiser reports connected" wait_for "$work/chat-a.out" '"state":"connected"' 10
+echo "ping from beta" >&8
+check "message beta → alpha" wait_for "$work/chat-a.out" '"text":"ping from beta"' 10
+echo "pong from alpha" >&7
+check "message alpha → beta" wait_for "$work/chat-b.out" '"text":"pong from alpha"' 10
+for i in $(seq 1 50); do echo "seq $i" >&8; done
+check "50 reliable messages arrive" wait_for "$work/chat-a.out" '"text":"seq 50"' 15
+order=$(grep -o '"text":"seq [0-9]*"' "$work/chat-a.out" | grep -o '[0-9]*' | tr '\n' ' ')
+check "…exactly once and in order" test "$order" = "$(seq 1 50 | tr '\n' ' ')"
+
+# 3. File transfer with hash check (its own service, so chat keeps running).
+head -c 3145728 /dev/urandom >"$work/payload.bin"
+run_on "$A" receive receive --service field-files --name alpha --dir "$work/inbox" --accept-all --count 1 --json
+wait_for "$work/receive.out" '"event":"advertising"' 10
+"$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-$B" "$bin" send "$work/payload.bin" --service field-files \
+    --name beta --to "${id_a:0:8}" --json >"$work/send.out" 2>"$work/send.err"
+send_rc=$?
+check "send exits 0 after the receiver verified SHA-256" test "$send_rc" = 0
+check "receiver reports the verified file" wait_for "$work/receive.out" '"event":"received".*"verified":true' 10
+check "received bytes are identical" cmp -s "$work/payload.bin" "$work/inbox/payload.bin"
+check "no partial file left behind" test -z "$(ls -A "$work/inbox/.peerlink-partial" 2>/dev/null)"
+check "progress was reported" grep -q '"event":"progress"' "$work/send.out"
+
+# 4. Cut the link: both sides must say "not connected" within the keepalive bound (3 s).
+before_a=$(count_matches "$work/chat-a.out" '"state":"not-connected"')
+before_b=$(count_matches "$work/chat-b.out" '"state":"not-connected"')
+cut_at=$(date +%s%N)
+"$lab" cut "$A"
+lost_a=""; lost_b=""
+end=$(( cut_at + 8000000000 ))
+while [ "$(date +%s%N)" -lt "$end" ] && { [ -z "$lost_a" ] || [ -z "$lost_b" ]; }; do
+    now=$(date +%s%N)
+    [ -z "$lost_a" ] && [ "$(count_matches "$work/chat-a.out" '"state":"not-connected"')" -gt "$before_a" ] && lost_a=$(( (now - cut_at) / 1000000 ))
+    [ -z "$lost_b" ] && [ "$(count_matches "$work/chat-b.out" '"state":"not-connected"')" -gt "$before_b" ] && lost_b=$(( (now - cut_at) / 1000000 ))
+    sleep 0.05
+done
+echo "link cut: alpha noticed after ${lost_a:-never} ms, beta after ${lost_b:-never} ms (bound 3000 ms + scheduling)"
+# Behaviour with a scheduling margin: the keepalive bound is 3 s; 5 s allows a loaded CI machine.
+check "alpha reports beta not connected within the keepalive bound" test -n "$lost_a" -a "${lost_a:-99999}" -le 5000
+check "beta reports alpha not connected within the keepalive bound" test -n "$lost_b" -a "${lost_b:-99999}" -le 5000
+
+# 5. Restore: beta's chat reconnects by itself.
+conn_a=$(count_matches "$work/chat-a.out" '"state":"connected"')
+"$lab" restore "$A"
+ok=1; end=$(( $(date +%s) + 30 ))
+while [ "$(date +%s)" -lt "$end" ]; do
+    [ "$(count_matches "$work/chat-a.out" '"state":"connected"')" -gt "$conn_a" ] && { ok=0; break; }
+    sleep 0.2
+done
+check "alpha sees beta connected again" test "$ok" = 0
+echo "after reconnect" >&8
+check "messages flow after reconnect" wait_for "$work/chat-a.out" '"text":"after reconnect"' 10
+
+# 6. A transfer interrupted by a cut resumes from where it stopped. tbf slows beta's uplink
+#    so the cut lands mid-transfer.
+ip netns exec "$B" tc qdisc add dev lab0 root tbf rate 8mbit burst 64kb latency 200ms
+head -c 6291456 /dev/urandom >"$work/big.bin"
+run_on "$A" receive2 receive --service field-resume --name alpha --dir "$work/inbox2" --accept-all --count 1 --json
+wait_for "$work/receive2.out" '"event":"advertising"' 10
+"$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-$B" "$bin" send "$work/big.bin" --service field-resume \
+    --name beta --to alpha --retries 3 --json >"$work/send2.out" 2>"$work/send2.err" &
+send_pid=$!
+if wait_for "$work/receive2.out" '"completed":[0-9]{7}' 20; then
+    "$lab" cut "$A"; sleep 4; "$lab" restore "$A"
+fi
+timeout 90 tail --pid="$send_pid" -f /dev/null
+wait "$send_pid"; send2_rc=$?
+check "interrupted send still exits 0" test "$send2_rc" = 0
+check "the receiver got the whole file after the interruption" cmp -s "$work/big.bin" "$work/inbox2/big.bin"
+resumed=$(grep -o '"resumedFrom":[1-9][0-9]*' "$work/send2.out" | head -1 | cut -d: -f2)
+echo "resumed at byte ${resumed:-none} of 6291456"
+check "the second attempt resumed instead of starting over" test -n "$resumed"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
