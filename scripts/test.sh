@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# PeerLink's whole test suite, on a fresh Debian 12 machine (run as root):
+#   1. installs packages (scripts/setup.sh), builds everything
+#   2. unit and loopback tests, and the Avahi tests in namespaces (swift test)
+#   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh)
+#   4. every fuzz target for a bounded time (scripts/fuzz.sh)
+#   5. the Bluetooth lab smoke suite in a VM (scripts/bt-lab.sh smoke), unless PEERLINK_SKIP_BT_LAB=1
+# Ends with one line "summary: N passed, M failed" counting test cases across the steps.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$root"
+FUZZ_SECONDS=${PEERLINK_FUZZ_SECONDS:-20}
+logs=$(mktemp -d /tmp/peerlink-test.XXXXXX)
+passed=0; failed=0; steps_failed=()
+step() { printf '\n==== %s\n' "$*"; }
+add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+step "setup"
+bt_flag=--bt-lab; [ "${PEERLINK_SKIP_BT_LAB:-0}" = 1 ] && bt_flag=
+"$here/setup.sh" $bt_flag || { echo "setup failed"; exit 1; }
+command -v swift >/dev/null || export PATH=/opt/swift/usr/bin:$PATH
+
+step "build"
+t=$(date +%s)
+if ! swift build --build-tests >"$logs/build.log" 2>&1; then
+    grep -E "error" "$logs/build.log" | head -40; tail -20 "$logs/build.log"
+    echo "summary: 0 passed, 1 failed"; exit 1
+fi
+echo "build took $(( $(date +%s) - t )) s"
+
+step "swift test (unit, loopback TCP, in-memory sessions, Avahi in namespaces)"
+swift test --skip-build --disable-swift-testing 2>&1 | tee "$logs/swift-test.log" | grep -E "error:|failed|Executed [0-9]+ tests" | tail -40
+line=$(grep -E "Executed [0-9]+ tests, with [0-9]+ failures" "$logs/swift-test.log" | tail -1)
+n=$(echo "$line" | sed -E 's/.*Executed ([0-9]+) tests.*/\1/'); f=$(echo "$line" | sed -E 's/.*with ([0-9]+) failures.*/\1/')
+if [ -z "$line" ]; then add 0 1; steps_failed+=("swift test (no result line)"); else add $((n - f)) "$f"; [ "$f" = 0 ] || steps_failed+=("swift test"); fi
+
+step "two-host end-to-end in network namespaces"
+"$here/e2e-twohost.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/e2e.log"
+line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/e2e.log" | tail -1)
+if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e"); else
+    set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("e2e"); fi
+
+if [ -x "$here/fuzz.sh" ]; then
+    step "fuzzing (${FUZZ_SECONDS} s per target)"
+    "$here/fuzz.sh" "$FUZZ_SECONDS" 2>&1 | tee "$logs/fuzz.log" | grep -vE "^#[0-9]+|INFO:|Cannot export local symbol" | tail -30
+    line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/fuzz.log" | tail -1)
+    if [ -z "$line" ]; then add 0 1; steps_failed+=("fuzz"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("fuzz"); fi
+fi
+
+if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
+    step "Bluetooth lab smoke suite (VM with virtual controllers)"
+    "$here/bt-lab.sh" smoke --quiet 2>&1 | tee "$logs/bt-lab.log" | tail -30
+    line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/bt-lab.log" | tail -1)
+    if [ -z "$line" ]; then add 0 1; steps_failed+=("bt-lab"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("bt-lab"); fi
+fi
+
+echo
+[ ${#steps_failed[@]} = 0 ] || echo "failed steps: ${steps_failed[*]} (logs in $logs)"
+echo "summary: $passed passed, $failed failed"
+[ ${#steps_failed[@]} = 0 ]
