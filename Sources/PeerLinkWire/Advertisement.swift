@@ -42,7 +42,10 @@ public struct Advertisement: Hashable, Sendable {
 
     /// Reads an advertisement from a TXT dictionary as found on the network. Unknown
     /// framework keys (other `_` keys) are ignored so later versions can add some.
-    public init(txt: [String: String]) throws {
+    public init(txt raw: [String: String]) throws {
+        // DNS-SD keys are case-insensitive: read framework keys in any case.
+        var txt: [String: String] = [:]
+        for (k, v) in raw { txt[k.hasPrefix("_") ? k.lowercased() : k] = v }
         guard let id = txt[Advertisement.keyPeerID] else {
             throw WireError.invalid(field: "advertisement", reason: "no \(Advertisement.keyPeerID) (peer ID) key")
         }

@@ -1,6 +1,7 @@
 /// Application key/value pairs published with a node's advertisement.
 ///
-/// Rules: keys are non-empty, contain no `=`, and do not start with `_` (reserved for the
+/// Rules: keys are non-empty printable ASCII, unique ignoring case, contain no `=`, and do
+/// not start with `_` (reserved for the
 /// framework's own keys); each `key=value` entry is at most 255 bytes of UTF-8; all entries
 /// together, each counted with its one length byte, are at most 400 bytes.
 public struct DiscoveryInfo: Hashable, Sendable, Sequence {
@@ -14,7 +15,11 @@ public struct DiscoveryInfo: Hashable, Sendable, Sequence {
 
     public init(_ entries: [String: String]) throws {
         var total = 0
+        var folded: Set<String> = []
         for (k, v) in entries {
+            guard folded.insert(k.lowercased()).inserted else {
+                throw WireError.invalid(field: "discovery info key '\(k)'", reason: "keys differing only in case collide in DNS-SD")
+            }
             try DiscoveryInfo.validate(key: k, value: v)
             total += 1 + k.utf8.count + 1 + v.utf8.count
         }
@@ -43,6 +48,9 @@ public struct DiscoveryInfo: Hashable, Sendable, Sequence {
     static func validate(key: String, value: String) throws {
         guard !key.isEmpty else { throw WireError.invalid(field: "discovery info key", reason: "keys may not be empty") }
         guard !key.contains("=") else { throw WireError.invalid(field: "discovery info key '\(key)'", reason: "keys may not contain '='") }
+        guard key.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
+            throw WireError.invalid(field: "discovery info key '\(key)'", reason: "keys must be printable ASCII (DNS-SD)")
+        }
         guard !key.hasPrefix("_") else {
             throw WireError.invalid(field: "discovery info key '\(key)'", reason: "keys starting with '_' are reserved for PeerLink")
         }

@@ -13,7 +13,7 @@ public enum Frame: Equatable, Sendable {
     /// Keepalive probe and its answer (the token is echoed; RTT = now − sent).
     case ping(token: UInt64)
     case pong(token: UInt64)
-    /// The sender leaves the session (graceful disconnect) or closes this link.
+    /// The sender leaves the session with this peer (on every link); the reason says why.
     case close(reason: CloseReason, text: String)
 
     public enum Kind: UInt8, Sendable {
@@ -25,8 +25,10 @@ public enum Frame: Equatable, Sendable {
         var w = WireWriter()
         switch self {
         case let .invite(id, timeout, context):
+            // Callers check the limit (Node.invite); never write a length that disagrees with the bytes.
+            let ctx = context.prefix(WireLimits.inviteContext)
             w.u8(Kind.invite.rawValue); w.u32(id); w.u32(timeout)
-            w.u16(UInt16(clamping: context.count)); w.append(context)
+            w.u16(UInt16(ctx.count)); w.append(ctx)
         case let .inviteReply(id, accepted):
             w.u8(Kind.inviteReply.rawValue); w.u32(id); w.u8(accepted ? 1 : 0)
         case let .reliable(seq, record):
@@ -40,7 +42,7 @@ public enum Frame: Equatable, Sendable {
         case let .pong(token):
             w.u8(Kind.pong.rawValue); w.u64(token)
         case let .close(reason, text):
-            w.u8(Kind.close.rawValue); w.u8(reason.rawValue); w.string16(String(text.utf8.prefix(WireLimits.reasonText)) ?? "")
+            w.u8(Kind.close.rawValue); w.u8(reason.rawValue); w.string16(text.utf8Prefix(WireLimits.reasonText))
         }
         return w.bytes
     }

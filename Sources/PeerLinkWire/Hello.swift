@@ -11,22 +11,26 @@ public struct Hello: Equatable, Sendable {
     public var maxFrame: UInt32
     /// 16 random bytes naming the session this link belongs to (several links, one session).
     public var sessionToken: [UInt8]
+    /// The UDP port this node receives unreliable datagrams on, if it offers UDP.
+    public var datagramPort: UInt16?
 
-    enum Field: UInt8 { case displayName = 1, maxFrame = 2, sessionToken = 3 }
+    enum Field: UInt8 { case displayName = 1, maxFrame = 2, sessionToken = 3, datagramPort = 4 }
 
     public init(displayName: String, maxFrame: UInt32 = UInt32(WireLimits.frame), sessionToken: [UInt8],
+                datagramPort: UInt16? = nil,
                 major: UInt8 = UInt8(PeerLinkProtocol.major), minor: UInt8 = UInt8(PeerLinkProtocol.minor)) {
         self.major = major; self.minor = minor; self.displayName = displayName
-        self.maxFrame = maxFrame; self.sessionToken = sessionToken
+        self.maxFrame = maxFrame; self.sessionToken = sessionToken; self.datagramPort = datagramPort
     }
 
     public func encode() -> [UInt8] {
         var w = WireWriter()
         w.u8(major); w.u8(minor)
-        let name = Array(displayName.utf8.prefix(Advertisement.maxDisplayNameBytes))
+        let name = Array(displayName.utf8Prefix(Advertisement.maxDisplayNameBytes).utf8)
         w.u8(Field.displayName.rawValue); w.u16(UInt16(name.count)); w.append(name)
         w.u8(Field.maxFrame.rawValue); w.u16(4); w.u32(maxFrame)
         w.u8(Field.sessionToken.rawValue); w.u16(UInt16(sessionToken.count)); w.append(sessionToken)
+        if let datagramPort { w.u8(Field.datagramPort.rawValue); w.u16(2); w.u16(datagramPort) }
         return w.bytes
     }
 
@@ -36,7 +40,7 @@ public struct Hello: Equatable, Sendable {
         guard Int(major) == PeerLinkProtocol.major else {
             throw WireError.invalid(field: "hello", reason: "protocol major version \(major), this node speaks \(PeerLinkProtocol.major)")
         }
-        var name: String?, maxFrame: UInt32?, token: [UInt8]?
+        var name: String?, maxFrame: UInt32?, token: [UInt8]?, udp: UInt16?
         var seen: Set<UInt8> = []
         while !r.isAtEnd {
             let t = try r.u8("hello field type")
@@ -57,12 +61,18 @@ public struct Hello: Equatable, Sendable {
             case .sessionToken:
                 guard n == 16 else { throw WireError.invalid(field: "hello session token", reason: "length \(n), expected 16") }
                 token = v
+            case .datagramPort:
+                guard n == 2 else { throw WireError.invalid(field: "hello datagram port", reason: "length \(n), expected 2") }
+                var pr = WireReader(v)
+                let port = try pr.u16("datagram port")
+                guard port != 0 else { throw WireError.invalid(field: "hello datagram port", reason: "port 0") }
+                udp = port
             case nil:
                 continue
             }
         }
         guard let name else { throw WireError.invalid(field: "hello", reason: "no display name") }
         guard let token else { throw WireError.invalid(field: "hello", reason: "no session token") }
-        return Hello(displayName: name, maxFrame: maxFrame ?? UInt32(WireLimits.frame), sessionToken: token, major: major, minor: minor)
+        return Hello(displayName: name, maxFrame: maxFrame ?? UInt32(WireLimits.frame), sessionToken: token, datagramPort: udp, major: major, minor: minor)
     }
 }

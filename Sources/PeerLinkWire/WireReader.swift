@@ -73,6 +73,22 @@ public struct WireReader: Sendable {
     }
 }
 
+extension String {
+    /// The longest prefix of at most `maxBytes` UTF-8 bytes that ends on a character boundary.
+    public func utf8Prefix(_ maxBytes: Int) -> String {
+        if utf8.count <= maxBytes { return self }
+        var out = ""
+        var used = 0
+        for ch in self {
+            let n = ch.utf8.count
+            if used + n > maxBytes { break }
+            out.append(ch)
+            used += n
+        }
+        return out
+    }
+}
+
 /// Appends big-endian fields to a byte array.
 public struct WireWriter: Sendable {
     public private(set) var bytes: [UInt8]

@@ -8,12 +8,16 @@ import Glibc
 // libavahi-client connects with `dbus_bus_get_private(DBUS_BUS_SYSTEM)`, and libdbus reads
 // DBUS_SYSTEM_BUS_ADDRESS only the first time any code in the process asks for the system
 // bus (the address is cached until dbus_shutdown()). Setting the variable around
-// avahi_client_new therefore only works once per process (measured). Instead PeerLink
-// exports its own `dbus_bus_get_private`: executables linking PeerLink (which links
-// libavahi-client) export it dynamically, so libavahi-client's call lands here. While
-// `AvahiBusSelector.withBus` runs avahi_client_new on a thread for an explicit address, that
-// thread gets a private connection to that address; every other call (other threads, other
-// libraries, no address given) goes to libdbus's real function unchanged.
+// avahi_client_new therefore only works once per process (measured: a second client with a
+// different address still reached the first bus). Instead PeerLink exports its own
+// `dbus_bus_get_private` (defined in the CAvahi shim with default visibility, forwarding to
+// `_peerlinkAvahiBusGetPrivateHook`; the module map links libdbus-1 so the linker exports it
+// from executables). libavahi-client's call lands here. While `AvahiBusSelector.withBus` runs
+// avahi_client_new for an explicit address, that thread gets a private connection to that
+// address; every other call (other threads, other libraries, no address given) goes to
+// libdbus's real function (RTLD_NEXT) unchanged. If the override is not active in some
+// executable, passing a busAddress fails with `AvahiError.busSelectionUnavailable` instead of
+// silently using the wrong bus.
 
 /// A plain pthread mutex (usable from C callbacks and any thread).
 final class AvahiMutex: @unchecked Sendable {
@@ -110,12 +114,13 @@ final class AvahiBusSelector: @unchecked Sendable {
 /// Implementation of PeerLink's `dbus_bus_get_private` override (see the comment at the top
 /// of this file; the exported symbol itself is defined in the CAvahi shim). Not for direct use.
 @_cdecl("peerlink_avahi_bus_get_private_hook")
-public func _peerlinkAvahiBusGetPrivateHook(_ type: CInt, _ error: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+func _peerlinkAvahiBusGetPrivateHook(_ type: CInt, _ error: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
     AvahiBusSelector.shared.busGetPrivate(type: type, error: error)
 }
 
 /// Referencing the shim's exported override makes the compiler emit it into this object file.
-let avahiBusOverrideAnchor: @convention(c) (CInt, UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? =
+/// Public so that whole-module optimisation cannot drop the reference. Not for direct use.
+public let _peerlinkAvahiBusOverrideAnchor: @convention(c) (CInt, UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? =
     peerlink_dbus_bus_get_private_export
 
 /// Creates an avahi client on `poll` talking to `busAddress`, mapping failures to AvahiError.
@@ -128,7 +133,7 @@ func avahiCreateClient(
     userdata: UnsafeMutableRawPointer?
 ) -> Result<OpaquePointer, AvahiError> {
     var code: Int32 = 0
-    _ = avahiBusOverrideAnchor
+    _ = _peerlinkAvahiBusOverrideAnchor
     let (client, outcome) = AvahiBusSelector.shared.withBus(busAddress) {
         avahi_client_new(poll, flags, callback, userdata, &code)
     }

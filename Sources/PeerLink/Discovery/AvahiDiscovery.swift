@@ -50,6 +50,10 @@ public struct AvahiDiscovery: Discovery {
                         handler(.notice("ignored service '\(s.name)': \(error)"))
                         continue
                     }
+                    guard ad.protocolVersion == PeerLinkProtocol.major else {
+                        handler(.notice("ignored '\(s.name)': it speaks PeerLink protocol \(ad.protocolVersion), this node \(PeerLinkProtocol.major)"))
+                        continue
+                    }
                     let endpoints = s.endpoints.map { ep -> TransportEndpoint in
                         let host = ep.host.hasPrefix("fe80:") ? "\(ep.host)%\(ep.interfaceIndex)" : ep.host
                         return TransportEndpoint(medium: .tcp, host: host, port: ep.port)

@@ -101,6 +101,7 @@ final class AvahiPublisherCore: AvahiClientOwner, @unchecked Sendable {
 
     /// Adds the service to the (empty) entry group and commits it.
     private func register(on client: OpaquePointer) {
+        guard avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return }  // done on S_RUNNING
         if group == nil {
             group = avahi_entry_group_new(client, { group, state, userdata in
                 guard let userdata else { return }

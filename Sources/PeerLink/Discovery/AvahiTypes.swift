@@ -139,8 +139,7 @@ enum AvahiTXT {
                 let key = String(cString: keyPtr)
                 var value = ""
                 if let valuePtr {
-                    value = UnsafeBufferPointer(start: UnsafeRawPointer(valuePtr).assumingMemoryBound(to: UInt8.self), count: size)
-                        .withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
+                    value = String(decoding: UnsafeRawBufferPointer(start: valuePtr, count: size), as: UTF8.self)
                 }
                 if !key.isEmpty, result[key] == nil { result[key] = value }
                 avahi_free(keyPtr)

@@ -15,12 +15,20 @@ public final class SecureLink: @unchecked Sendable {
 
     private let lock = NSLock()
     private var sendCipher: NoiseCipherState
+    /// The UDP path for unreliable frames, when both nodes offer UDP on an IP link.
+    private var datagram: DatagramPath?
+    private let udp: UDPSocket?
+    private let datagramTarget: (host: String, port: UInt16)?
     private var receiveCipher: NoiseCipherState  // used by the single reader only
 
     private static let counter = LinkCounter()
 
     private init(connection: MessageConnection, remotePeer: PeerID, remoteHello: Hello,
-                 send: NoiseCipherState, receive: NoiseCipherState) {
+                 send: NoiseCipherState, receive: NoiseCipherState,
+                 datagram: DatagramPath?, udp: UDPSocket?, datagramTarget: (host: String, port: UInt16)?) {
+        self.datagram = datagram
+        self.udp = udp
+        self.datagramTarget = datagramTarget
         self.connection = connection
         self.remotePeer = remotePeer
         self.remoteHello = remoteHello
@@ -32,7 +40,8 @@ public final class SecureLink: @unchecked Sendable {
     /// Runs the handshake as initiator (dialler) or responder. `expecting` closes the link
     /// when the remote's key is not that peer's. On any failure the connection is closed.
     public static func establish(over connection: MessageConnection, initiator: Bool, identity: Identity,
-                                 hello: Hello, expecting: PeerID? = nil, timeout: Double = 10) async throws -> SecureLink {
+                                 hello: Hello, expecting: PeerID? = nil, timeout: Double = 10,
+                                 udp: UDPSocket? = nil) async throws -> SecureLink {
         let fired = Flag()
         let watchdog = Task {
             try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
@@ -65,8 +74,16 @@ public final class SecureLink: @unchecked Sendable {
             }
             guard let key = hs.remoteStaticKey else { throw LinkError.handshakeFailed("no remote static key") }
             let ciphers = try hs.split()
+            var path: DatagramPath?
+            var target: (String, UInt16)?
+            if let udp, hello.datagramPort != nil, let port = remoteHello.datagramPort, let host = connection.remoteHost {
+                path = try DatagramPath(handshake: hs, initiator: initiator)
+                target = (host, port)
+                _ = udp
+            }
             return SecureLink(connection: connection, remotePeer: PeerID(publicKey: key), remoteHello: remoteHello,
-                              send: ciphers.send, receive: ciphers.receive)
+                              send: ciphers.send, receive: ciphers.receive,
+                              datagram: path, udp: path == nil ? nil : udp, datagramTarget: target)
         } catch {
             connection.close()
             if fired.isSet { throw LinkError.timedOut("secure handshake with \(connection.remoteDescription)") }
@@ -113,7 +130,39 @@ public final class SecureLink: @unchecked Sendable {
         }
     }
 
-    public func close() { connection.close() }
+    public func close() {
+        if let token = lock.withLock({ datagram?.receiveToken }) { udp?.unregister(token) }
+        connection.close()
+    }
+
+    /// Where unreliable frames go over UDP, e.g. "udp://10.0.0.2:5353"; nil when not available.
+    public var datagramDescription: String? {
+        datagramTarget.map { "udp://\($0.host):\($0.port)" }
+    }
+
+    /// Sends an unreliable frame as a datagram if this link has a UDP path and the frame fits;
+    /// returns false when the caller should send it on the link instead.
+    public func sendDatagram(_ frame: Frame) -> Bool {
+        guard let udp, let target = datagramTarget else { return false }
+        let encoded = frame.encode()
+        guard encoded.count <= DatagramPath.maxFrame else { return false }
+        let sealed: [UInt8]? = lock.withLock { try? datagram?.seal(encoded) }
+        guard let sealed else { return false }
+        udp.send(sealed, to: target.host, port: target.port)
+        return true
+    }
+
+    /// Delivers authenticated datagram frames to `handler` until the link closes. Forged,
+    /// replayed and malformed datagrams are dropped.
+    public func receiveDatagrams(_ handler: @escaping @Sendable (Frame) -> Void) {
+        guard let udp, let token = lock.withLock({ datagram?.receiveToken }) else { return }
+        udp.register(token) { [weak self] envelope in
+            guard let self else { return }
+            let plain: [UInt8]? = self.lock.withLock { try? self.datagram?.open(envelope) }
+            guard let plain, let frame = try? Frame.decode(plain) else { return }
+            handler(frame)
+        }
+    }
 }
 
 /// Hands out process-unique link numbers.

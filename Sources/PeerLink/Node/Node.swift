@@ -16,6 +16,10 @@ public actor Node {
     public nonisolated let handshakeTimeout: Double
 
     private var listeners: [Medium: TransportListener] = [:]
+    /// UDP socket for unreliable datagrams on IP links (nil when disabled or not bindable).
+    private var udp: UDPSocket?
+    /// Whether to offer UDP for unreliable messages on IP links.
+    public nonisolated let datagrams: Bool
     private var invitationHandler: (@Sendable (Invitation) -> Void)?
     private var pendingInvitations = 0
 
@@ -23,7 +27,7 @@ public actor Node {
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
     ///   - transports: the media to listen and dial on; TCP by default.
     public init(identity: Identity, displayName: String, transports: [Transport] = [TCPTransport()],
-                maxPendingInvitations: Int = 16, handshakeTimeout: Double = 10) throws {
+                maxPendingInvitations: Int = 16, handshakeTimeout: Double = 10, datagrams: Bool = true) throws {
         try Advertisement.validate(displayName: displayName)
         self.identity = identity
         self.peerID = identity.peerID
@@ -31,6 +35,7 @@ public actor Node {
         self.transports = transports
         self.maxPendingInvitations = maxPendingInvitations
         self.handshakeTimeout = handshakeTimeout
+        self.datagrams = datagrams
         var t = [UInt8](repeating: 0, count: 16)
         for i in t.indices { t[i] = UInt8.random(in: 0...255) }
         self.token = t
@@ -39,6 +44,7 @@ public actor Node {
     /// Starts listening on every transport (once); returns the bound port of each medium.
     @discardableResult
     public func start(port: UInt16 = 0) throws -> [Medium: UInt16] {
+        openDatagramSocket()
         for t in transports where listeners[t.medium] == nil {
             listeners[t.medium] = try t.listen(port: port) { [weak self] conn in
                 guard let self else { conn.close(); return }
@@ -52,18 +58,26 @@ public actor Node {
     public func stop() {
         for l in listeners.values { l.close() }
         listeners.removeAll()
+        udp?.close()
+        udp = nil
     }
 
     /// Who answers invitations (set by an `Advertiser`); nil declines them all.
     func setInvitationHandler(_ h: (@Sendable (Invitation) -> Void)?) { invitationHandler = h }
 
-    nonisolated func hello() -> Hello { Hello(displayName: displayName, sessionToken: token) }
+    func hello() -> Hello { Hello(displayName: displayName, sessionToken: token, datagramPort: udp?.port) }
+
+    /// Opens the UDP socket once, when the node has an IP transport; failure only disables UDP.
+    private func openDatagramSocket() {
+        guard datagrams, udp == nil, let tcp = transports.first(where: { $0.medium == .tcp }) as? TCPTransport else { return }
+        udp = try? UDPSocket(bindHost: tcp.bindHost)
+    }
 
     private func handleIncoming(_ conn: MessageConnection) async {
         let link: SecureLink
         do {
             link = try await SecureLink.establish(over: conn, initiator: false, identity: identity, hello: hello(),
-                                                  timeout: handshakeTimeout)
+                                                  timeout: handshakeTimeout, udp: udp)
         } catch {
             return  // hostile or broken dialler: closed by establish
         }
@@ -112,6 +126,7 @@ public actor Node {
         guard context.count <= WireLimits.inviteContext else {
             throw WireError.limitExceeded(field: "invitation context size", value: context.count, limit: WireLimits.inviteContext)
         }
+        openDatagramSocket()
         var reasons: [String] = []
         for endpoint in peer.endpoints {
             guard let transport = transports.first(where: { $0.medium == endpoint.medium }) else { continue }
@@ -119,7 +134,7 @@ public actor Node {
             do {
                 let conn = try await transport.connect(to: endpoint, timeout: min(timeout, 10))
                 link = try await SecureLink.establish(over: conn, initiator: true, identity: identity, hello: hello(),
-                                                      expecting: peer.peerID, timeout: handshakeTimeout)
+                                                      expecting: peer.peerID, timeout: handshakeTimeout, udp: udp)
             } catch {
                 reasons.append("\(endpoint): \(error)")
                 continue

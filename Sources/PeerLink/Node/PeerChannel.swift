@@ -56,6 +56,10 @@ actor PeerChannel {
             state = .connected
             session.emit(.peerStateChanged(peer, displayName: displayName, state: .connected))
         }
+        link.receiveDatagrams { [weak self] frame in
+            guard case let .unreliable(payload) = frame else { return }
+            Task { await self?.receivedDatagram(payload) }
+        }
         Task { [weak self] in
             do {
                 while let frame = try await link.receive() {
@@ -82,6 +86,11 @@ actor PeerChannel {
     private func received(_ frame: Frame, on link: LinkID) {
         core.receive(frame, on: link, now: Clock.now())
         process()
+    }
+
+    private func receivedDatagram(_ payload: [UInt8]) {
+        guard !ended else { return }
+        session.emit(.message(from: peer, bytes: payload, mode: .unreliable))
     }
 
     private func tick() {
@@ -136,7 +145,9 @@ actor PeerChannel {
         for output in core.takeOutputs() {
             switch output {
             case let .transmit(link, frame):
-                links[link]?.send(frame)
+                guard let l = links[link] else { continue }
+                if case .unreliable = frame, l.sendDatagram(frame) { continue }
+                l.send(frame)
             case let .event(e):
                 handle(e)
             }
@@ -416,7 +427,8 @@ actor PeerChannel {
     func snapshot() -> PeerLinks {
         let active = core.activeLink
         let list = links.values.sorted { $0.id < $1.id }.map { l in
-            LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, rttMillis: core.roundTrip(of: l.id),
+            LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
+                         rttMillis: core.roundTrip(of: l.id),
                          carries: l.id == active ? ["control", "reliable", "bulk", "unreliable"] : [],
                          reason: l.id == active ? "oldest live link" : "standby")
         }

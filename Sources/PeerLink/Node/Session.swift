@@ -131,6 +131,8 @@ public struct LinkSnapshot: Sendable, Codable {
     public var id: LinkID
     public var medium: Medium
     public var remote: String
+    /// Where unreliable messages of this link go when they fit a datagram ("udp://host:port").
+    public var datagram: String?
     public var rttMillis: UInt64?
     public var carries: [String]
     public var reason: String

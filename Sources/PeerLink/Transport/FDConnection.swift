@@ -13,6 +13,7 @@ import Glibc
 public final class FDConnection: MessageConnection, @unchecked Sendable {
     public let medium: Medium
     public let remoteDescription: String
+    public let remoteHost: String?
     let fd: Int32
     private let lengthPrefixed: Bool
     private let maxWriteChunk: Int
@@ -25,8 +26,10 @@ public final class FDConnection: MessageConnection, @unchecked Sendable {
     private var deframer = LengthPrefixedDeframer()  // read queue only
 
     /// Takes ownership of a connected descriptor.
-    public init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20) {
+    public init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
+                remoteHost: String? = nil) {
         self.fd = fd
+        self.remoteHost = remoteHost
         self.medium = medium
         self.remoteDescription = remoteDescription
         self.lengthPrefixed = lengthPrefixed

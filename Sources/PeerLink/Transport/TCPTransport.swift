@@ -53,7 +53,8 @@ public struct TCPTransport: Transport {
         _ = fcntl(fd, F_SETFL, flags)
         setNoDelay(fd)
         ok = true
-        return FDConnection(fd: fd, medium: .tcp, remoteDescription: "\(address.host):\(address.port)", lengthPrefixed: true)
+        return FDConnection(fd: fd, medium: .tcp, remoteDescription: "\(address.host):\(address.port)", lengthPrefixed: true,
+                            remoteHost: address.host)
     }
 }
 
@@ -119,7 +120,8 @@ final class TCPListener: TransportListener, @unchecked Sendable {
             if lock.withLock({ closed }) { Glibc.close(c); break }
             setNoDelay(c)
             let peer = IPSocketAddress(storage: st, length: len)
-            onConnection(FDConnection(fd: c, medium: .tcp, remoteDescription: "\(peer.host):\(peer.port)", lengthPrefixed: true))
+            onConnection(FDConnection(fd: c, medium: .tcp, remoteDescription: "\(peer.host):\(peer.port)", lengthPrefixed: true,
+                                      remoteHost: peer.host))
         }
         Glibc.close(fd)
     }

@@ -31,6 +31,12 @@ public protocol MessageConnection: AnyObject, Sendable {
     func receive() async throws -> [UInt8]?
     /// Closes both directions; pending and future `receive()` calls end.
     func close()
+    /// The remote's numeric IP address, for IP media (used to reach its UDP port).
+    var remoteHost: String? { get }
+}
+
+extension MessageConnection {
+    public var remoteHost: String? { nil }
 }
 
 /// Accepts incoming connections until closed.

@@ -31,7 +31,7 @@ public struct NoiseHandshakeXX: Sendable {
     /// A fixed ephemeral private key, used only to reproduce test vectors.
     private let fixedEphemeralKey: [UInt8]?
 
-    private var symmetric: NoiseSymmetricState
+    private(set) var symmetric: NoiseSymmetricState
     private var ephemeralPrivateKey: [UInt8]?
     private var remoteEphemeralKey: [UInt8]?
     /// The remote side's 32-byte static public key, known once it has been received and

@@ -282,7 +282,7 @@ public struct SessionCore: Sendable {
         return nextStreamID
     }
 
-    private func isRemoteStreamID(_ id: UInt32) -> Bool { (id % 2 == 1) == (role == .responder) }
+    private func isRemoteStreamID(_ id: UInt32) -> Bool { id != 0 && (id % 2 == 1) == (role == .responder) }
 
     private mutating func checkBacklog() throws {
         if backlogBytes > config.maxBacklog { throw SessionError.backlogFull(bytes: backlogBytes, limit: config.maxBacklog) }

@@ -1,0 +1,198 @@
+import Crypto
+import Foundation
+import XCTest
+
+import PeerLinkCore
+import PeerLinkWire
+
+/// Keeps the identity and Noise vectors of docs/PROTOCOL.md (blocks named `identity-*` and
+/// `noise-*`) in step with the implementation: the peer-ID derivation and a complete
+/// Noise_XX handshake with fixed keys, carrying real hellos, then one transport message each
+/// way. Both directions are checked: writing gives the documented bytes, reading the
+/// documented bytes gives the documented payloads and keys.
+final class ProtocolDocVectorsTests: XCTestCase {
+    static let ownedPrefixes = ["identity-", "noise-"]
+    static let checkedHere: Set<String> = [
+        "identity-private-key", "identity-public-key", "identity-public-key-sha256", "identity-peer-id-bytes", "identity-peer-id",
+        "noise-prologue",
+        "noise-initiator-static-private", "noise-initiator-static-public",
+        "noise-initiator-ephemeral-private", "noise-initiator-ephemeral-public",
+        "noise-responder-static-private", "noise-responder-static-public", "noise-responder-peer-id",
+        "noise-responder-ephemeral-private", "noise-responder-ephemeral-public",
+        "noise-message-1", "noise-message-2", "noise-message-3", "noise-handshake-hash",
+        "noise-transport-1", "noise-transport-2",
+    ]
+
+    static let invite = Frame.invite(id: 0x1234_5678, timeoutMillis: 30000, context: Array("lab".utf8))
+    static let inviteReply = Frame.inviteReply(id: 0x1234_5678, accepted: true)
+
+    var doc: DocVectors!
+
+    override func setUpWithError() throws {
+        doc = try DocVectors.load()
+    }
+
+    func testEveryIdentityAndNoiseVectorIsChecked() {
+        let inDoc = Set(doc.names.filter { name in Self.ownedPrefixes.contains { name.hasPrefix($0) } })
+        XCTAssertEqual(inDoc.subtracting(Self.checkedHere), [], "vectors in docs/PROTOCOL.md that no test checks")
+        XCTAssertEqual(Self.checkedHere.subtracting(inDoc), [], "vectors this test expects but docs/PROTOCOL.md lacks")
+        XCTAssertEqual(doc.duplicates, [], "vector names used more than once")
+    }
+
+    func testPeerIDDerivation() throws {
+        let identity = try Identity(privateKeyBytes: try doc.hex("identity-private-key"))
+        XCTAssertEqual(identity.publicKey, try doc.hex("identity-public-key"))
+        let digest = Array(SHA256.hash(data: identity.publicKey))
+        XCTAssertEqual(digest, try doc.hex("identity-public-key-sha256"))
+        XCTAssertEqual(Array(digest.prefix(20)), try doc.hex("identity-peer-id-bytes"))
+        XCTAssertEqual(identity.peerID.bytes, try doc.hex("identity-peer-id-bytes"))
+        XCTAssertEqual(identity.peerID.description, try doc.text("identity-peer-id"))
+        XCTAssertEqual(PeerID(publicKey: identity.publicKey), try PeerID(parsing: try doc.text("identity-peer-id")))
+    }
+
+    func testPrologue() throws {
+        XCTAssertEqual(try doc.hex("noise-prologue"), PeerLinkProtocol.prologue)
+        XCTAssertEqual(PeerLinkProtocol.prologue, Array("peerlink/1".utf8))
+    }
+
+    func testHandshakeTranscript() throws {
+        func key(_ name: String) throws -> Curve25519.KeyAgreement.PrivateKey {
+            let k = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: try doc.hex("noise-\(name)-private"))
+            XCTAssertEqual(Array(k.publicKey.rawRepresentation), try doc.hex("noise-\(name)-public"), name)
+            return k
+        }
+        let initiatorStatic = try key("initiator-static"), initiatorEphemeral = try key("initiator-ephemeral")
+        let responderStatic = try key("responder-static"), responderEphemeral = try key("responder-ephemeral")
+        XCTAssertEqual(initiatorStatic.rawRepresentation, Data(try doc.hex("identity-private-key")),
+                       "the dialler of the transcript is the identity of the peer-ID example")
+
+        // The hellos are the wire vectors of section 6 (their encoding is checked in PeerLinkWireTests).
+        let initiatorHelloBytes = try doc.hex("hello"), responderHelloBytes = try doc.hex("hello-responder")
+        let initiatorHello = try Hello.decode(initiatorHelloBytes), responderHello = try Hello.decode(responderHelloBytes)
+        XCTAssertEqual(initiatorHello.displayName, "alice-laptop")
+        XCTAssertEqual(responderHello.displayName, "bob-pi")
+
+        let m1 = try doc.hex("noise-message-1"), m2 = try doc.hex("noise-message-2"), m3 = try doc.hex("noise-message-3")
+        var initiator = NoiseHandshakeXX(role: .initiator, staticKey: initiatorStatic, prologue: PeerLinkProtocol.prologue,
+                                         ephemeralKey: initiatorEphemeral)
+        var responder = NoiseHandshakeXX(role: .responder, staticKey: responderStatic, prologue: PeerLinkProtocol.prologue,
+                                         ephemeralKey: responderEphemeral)
+
+        // Message 1: e, empty payload.
+        XCTAssertEqual(try initiator.writeMessage(payload: []), m1)
+        XCTAssertEqual(m1.count, 32)
+        XCTAssertEqual(try responder.readMessage(m1), [])
+
+        // Message 2: e, ee, s, es + the listener's hello.
+        XCTAssertEqual(try responder.writeMessage(payload: responderHelloBytes), m2)
+        XCTAssertEqual(m2.count, 32 + 48 + responderHelloBytes.count + 16)
+        let payload2 = try initiator.readMessage(m2)
+        XCTAssertEqual(payload2, responderHelloBytes)
+        XCTAssertEqual(try Hello.decode(payload2), responderHello)
+        let responderKey = try XCTUnwrap(initiator.remoteStaticKey)
+        XCTAssertEqual(responderKey, try doc.hex("noise-responder-static-public"))
+        XCTAssertEqual(PeerID(publicKey: responderKey).description, try doc.text("noise-responder-peer-id"))
+
+        // Message 3: s, se + the dialler's hello.
+        XCTAssertEqual(try initiator.writeMessage(payload: initiatorHelloBytes), m3)
+        XCTAssertEqual(m3.count, 48 + initiatorHelloBytes.count + 16)
+        let payload3 = try responder.readMessage(m3)
+        XCTAssertEqual(try Hello.decode(payload3), initiatorHello)
+        let initiatorKey = try XCTUnwrap(responder.remoteStaticKey)
+        XCTAssertEqual(initiatorKey, try doc.hex("noise-initiator-static-public"))
+        XCTAssertEqual(PeerID(publicKey: initiatorKey).description, try doc.text("identity-peer-id"))
+
+        XCTAssertTrue(initiator.isComplete && responder.isComplete)
+        XCTAssertEqual(initiator.handshakeHash, try doc.hex("noise-handshake-hash"))
+        XCTAssertEqual(responder.handshakeHash, try doc.hex("noise-handshake-hash"))
+
+        // One transport message each way, nonce 0: the INVITE and its reply.
+        var (initiatorSend, initiatorReceive) = try initiator.split()
+        var (responderSend, responderReceive) = try responder.split()
+        XCTAssertEqual(Self.invite.encode(), try doc.hex("frame-invite"))
+        XCTAssertEqual(Self.inviteReply.encode(), try doc.hex("frame-invite-reply"))
+        let t1 = try doc.hex("noise-transport-1"), t2 = try doc.hex("noise-transport-2")
+        XCTAssertEqual(try initiatorSend.encrypt(Self.invite.encode()), t1)
+        XCTAssertEqual(try Frame.decode(try responderReceive.decrypt(t1)), Self.invite)
+        XCTAssertEqual(try responderSend.encrypt(Self.inviteReply.encode()), t2)
+        XCTAssertEqual(try Frame.decode(try initiatorReceive.decrypt(t2)), Self.inviteReply)
+    }
+}
+
+/// The machine-readable vectors of docs/PROTOCOL.md: fenced blocks whose info string is
+/// `hex <name>` (hex bytes separated by white space) or `text <name>` (an exact string).
+/// (A twin of the parser in PeerLinkWireTests; test targets cannot share code here.)
+struct DocVectors {
+    enum Kind: String { case hex, text }
+    private(set) var blocks: [String: (kind: Kind, body: String)] = [:]
+    private(set) var names: [String] = []
+    private(set) var duplicates: [String] = []
+
+    struct Missing: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static var documentURL: URL {
+        URL(fileURLWithPath: #filePath)  // Tests/PeerLinkCoreTests/ProtocolDocVectorsTests.swift
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/PROTOCOL.md")
+    }
+
+    static func load() throws -> DocVectors {
+        DocVectors(markdown: try String(contentsOf: documentURL, encoding: .utf8))
+    }
+
+    init(markdown: String) {
+        enum State { case outside, vector(Kind, String, [String]), otherBlock }
+        var state = State.outside
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            let fence = line.hasPrefix("```")
+            switch state {
+            case .outside:
+                guard fence else { continue }
+                let info = line.dropFirst(3).split(separator: " ")
+                if info.count == 2, let kind = Kind(rawValue: String(info[0])) {
+                    state = .vector(kind, String(info[1]), [])
+                } else {
+                    state = .otherBlock  // diagrams, grammar: skipped up to their closing fence
+                }
+            case let .vector(kind, name, lines):
+                if fence {
+                    if blocks[name] != nil { duplicates.append(name) }
+                    blocks[name] = (kind, lines.joined(separator: "\n"))
+                    names.append(name)
+                    state = .outside
+                } else {
+                    state = .vector(kind, name, lines + [line])
+                }
+            case .otherBlock:
+                if fence { state = .outside }
+            }
+        }
+    }
+
+    func hex(_ name: String) throws -> [UInt8] {
+        guard let b = blocks[name], b.kind == .hex else { throw Missing(description: "no ```hex \(name)``` block in docs/PROTOCOL.md") }
+        guard let bytes = DocVectors.bytes(fromHex: b.body) else { throw Missing(description: "block \(name) is not valid hex") }
+        return bytes
+    }
+
+    func text(_ name: String) throws -> String {
+        guard let b = blocks[name], b.kind == .text else { throw Missing(description: "no ```text \(name)``` block in docs/PROTOCOL.md") }
+        return b.body.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func bytes(fromHex text: String) -> [UInt8]? {
+        let digits = Array(text.unicodeScalars.filter { !$0.properties.isWhitespace })
+        guard digits.count % 2 == 0, digits.allSatisfy(\.properties.isASCIIHexDigit) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let b = UInt8(String(digits[i]) + String(digits[i + 1]), radix: 16) else { return nil }
+            out.append(b)
+            i += 2
+        }
+        return out
+    }
+}
