@@ -46,6 +46,13 @@ let package = Package(
         ),
         .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire"]),
         .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore"]),
-        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink"]),
+        // Test-only: exports dbus_bus_get_private so one test process can use several D-Bus
+        // system buses (one per namespace host). Never linked into the library or the CLI.
+        .target(
+            name: "PeerLinkBusOverride",
+            path: "Tests/BusOverride",
+            linkerSettings: [.linkedLibrary("dbus-1")]
+        ),
+        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink", "PeerLinkBusOverride"]),
     ]
 )

@@ -5,16 +5,19 @@
 #
 #   scripts/bt-lab.sh run [OPTIONS] -- COMMAND [ARGS...]
 #   scripts/bt-lab.sh smoke [OPTIONS]        # Hardware/bt-lab/smoke.py inside the lab
-#   scripts/bt-lab.sh baseline [OPTIONS]     # rctest/l2test throughput hci0 -> hci1
+#   scripts/bt-lab.sh baseline [OPTIONS] [-- --runs N --bytes B]
+#                                            # rctest/l2test throughput hci0 -> hci1
 #
 # OPTIONS
 #   --results DIR      where logs, btmon trace and timings go (default: a new directory
 #                      under ${TMPDIR:-/tmp}/peerlink-bt-lab/)
 #   --timeout S        time limit for COMMAND inside the VM (default 600)
-#   --controllers N    number of virtual controllers hci0..hci(N-1) (default 2)
+#   --controllers N    number of virtual controllers hci0..hci(N-1) (default 2; baseline 4)
 #   --keep-trace       keep btmon.btsnoop even when COMMAND succeeds (always kept on failure)
+#   --no-trace         do not run btmon at all (it costs CPU in the VM: see the README)
 #   --memory SIZE      guest memory (default 1G)
-#   --quiet            do not echo the VM console (it is still saved to console.log)
+#   --quiet            show only COMMAND's output and the outcome (the whole console is
+#                      still saved to console.log in the results directory)
 #
 # Exit status: COMMAND's (124 when it timed out); 125 when the lab itself failed (the failing
 # step is printed); 2 for usage errors.
@@ -38,13 +41,14 @@ lab_fail() { say "FAILED step $1: $2"; exit 125; }
 MODE=$1; shift
 case $MODE in run | smoke | baseline) ;; -h | --help | help) usage ;; *) say "unknown mode '$MODE'"; usage ;; esac
 
-RESULTS="" TIMEOUT=600 CONTROLLERS=2 KEEP_TRACE=0 MEMORY=1G QUIET=0
+RESULTS="" TIMEOUT=600 CONTROLLERS="" KEEP_TRACE=0 MEMORY=1G QUIET=0 TRACE=1
 while (($#)); do
     case $1 in
         --results) RESULTS=${2:?--results needs a directory}; shift 2 ;;
         --timeout) TIMEOUT=${2:?--timeout needs seconds}; shift 2 ;;
         --controllers) CONTROLLERS=${2:?--controllers needs a number}; shift 2 ;;
         --keep-trace) KEEP_TRACE=1; shift ;;
+        --no-trace) TRACE=0; shift ;;
         --memory) MEMORY=${2:?--memory needs a size}; shift 2 ;;
         --quiet) QUIET=1; shift ;;
         --) shift; break ;;
@@ -52,6 +56,8 @@ while (($#)); do
         *) if [[ $MODE == run ]]; then say "unexpected '$1' (put the command after --)"; else say "unexpected '$1'"; fi; usage ;;
     esac
 done
+# the baseline keeps LE on its own controller pair (hci2 -> hci3)
+[[ -n $CONTROLLERS ]] || { [[ $MODE == baseline ]] && CONTROLLERS=4 || CONTROLLERS=2; }
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || { say "--timeout must be whole seconds"; exit 2; }
 [[ $CONTROLLERS =~ ^[0-9]+$ ]] && ((CONTROLLERS >= 2 && CONTROLLERS <= 8)) ||
     { say "--controllers must be 2..8"; exit 2; }
@@ -61,8 +67,7 @@ case $MODE in
          CMD=("$@") ;;
     smoke) (($#)) && { say "smoke takes no command"; exit 2; }
            CMD=(/usr/bin/python3 -u "$LAB/smoke.py") ;;
-    baseline) (($#)) && { say "baseline takes no command"; exit 2; }
-              CMD=(/bin/bash "$LAB/baseline.sh") ;;
+    baseline) CMD=(/bin/bash "$LAB/baseline.sh" "$@") ;;
 esac
 
 # ---- host checks ------------------------------------------------------------------------
@@ -85,7 +90,7 @@ fi
 mkdir -p "$RESULTS" || lab_fail results "cannot create $RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd -P)
 # a reused directory: drop what a previous run left, so nothing stale is read back
-rm -rf "$RESULTS/.lab" "$RESULTS"/{exit-code,failed-step,setup.log,btvirt.log,bluetoothd.log,btmon.log,btmon.btsnoop,dmesg.log,console.log,timings.txt}
+rm -rf "$RESULTS/.lab" "$RESULTS"/btmon-*.btsnoop "$RESULTS"/{exit-code,failed-step,setup.log,btvirt.log,bluetoothd.log,btmon.log,btmon.btsnoop,dmesg.log,console.log,timings.txt}
 mkdir -p "$RESULTS/.lab"
 {
     echo "#!/bin/bash"
@@ -98,14 +103,12 @@ mkdir -p "$RESULTS/.lab"
 HOST_TIMEOUT=$((TIMEOUT + 420))
 say "mode=$MODE accel=$ACCEL_NAME kernel=$(basename "$KERNEL") controllers=$CONTROLLERS timeout=${TIMEOUT}s results=$RESULTS"
 
-GUEST_CMD=$(printf 'exec /bin/bash %q %q %q %q %q' "$LAB/guest-run.sh" "$RESULTS" "$CONTROLLERS" "$TIMEOUT" "$KEEP_TRACE")
+GUEST_CMD=$(printf 'exec /bin/bash %q %q %q %q %q %q' "$LAB/guest-run.sh" "$RESULTS" "$CONTROLLERS" "$TIMEOUT" "$KEEP_TRACE" "$TRACE")
 
 # QEMU reopens its stdout: give it a pipe, never a file. The filter below timestamps the
 # '@@bt-lab stage' markers with the host clock and saves the console.
 stamp() {
-    local line now stage rest
-    declare -A at=()
-    at[start]=$T_START
+    local line now stage rest in_command=0
     while IFS= read -r line || [[ -n $line ]]; do
         line=${line%$'\r'}
         printf '%s\n' "$line" >>"$RESULTS/console.log"
@@ -114,10 +117,13 @@ stamp() {
             rest=${line#@@bt-lab stage }
             stage=${rest%% *}
             printf '%s %d.%03d\n' "$stage" $(((now - T_START) / 1000000)) $(((now - T_START) / 1000 % 1000)) >>"$RESULTS/.lab/stages"
+            case $stage in command) in_command=1 ;; command-done) in_command=0 ;; esac
             ((QUIET)) || printf '[bt-lab] +%ds stage %s\n' $(((now - T_START) / 1000000)) "$rest" >&2
             continue
         fi
-        ((QUIET)) || printf '%s\n' "$line"
+        if ((!QUIET || in_command)) || [[ $line == *'FAILED step'* ]]; then
+            printf '%s\n' "$line"
+        fi
     done
 }
 

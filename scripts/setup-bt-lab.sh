@@ -68,6 +68,9 @@ fi
 
 # The stock kernel image must be readable by the user running qemu (Debian makes it 0600).
 for k in /boot/vmlinuz-*-amd64; do
-    [[ -r "$k" ]] || $SUDO chmod a+r "$k"
+    if [[ ! -r "$k" ]]; then
+        ((check_only)) && { log "$k is not readable by $(id -un)"; exit 1; }
+        $SUDO chmod a+r "$k"
+    fi
 done
 log "ready: vng=$VENV/bin/vng kernel=$(ls -1 /boot/vmlinuz-*-amd64 | sort -V | tail -1)"

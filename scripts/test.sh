@@ -30,27 +30,27 @@ fi
 echo "build took $(( $(date +%s) - t )) s"
 
 step "swift test (unit, loopback TCP, in-memory sessions, Avahi in namespaces)"
-swift test --skip-build --disable-swift-testing 2>&1 | tee "$logs/swift-test.log" | grep -E "error:|failed|Executed [0-9]+ tests" | tail -40
+timeout --kill-after=10 900 swift test --skip-build --disable-swift-testing 2>&1 | tee "$logs/swift-test.log" | grep -E "error:|failed|Executed [0-9]+ tests" | tail -40
 line=$(grep -E "Executed [0-9]+ tests, with [0-9]+ failures" "$logs/swift-test.log" | tail -1)
 n=$(echo "$line" | sed -E 's/.*Executed ([0-9]+) tests.*/\1/'); f=$(echo "$line" | sed -E 's/.*with ([0-9]+) failures.*/\1/')
 if [ -z "$line" ]; then add 0 1; steps_failed+=("swift test (no result line)"); else add $((n - f)) "$f"; [ "$f" = 0 ] || steps_failed+=("swift test"); fi
 
 step "two-host end-to-end in network namespaces"
-"$here/e2e-twohost.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/e2e.log"
+timeout --kill-after=10 300 "$here/e2e-twohost.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/e2e.log"
 line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/e2e.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e"); else
     set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("e2e"); fi
 
 if [ -x "$here/fuzz.sh" ]; then
     step "fuzzing (${FUZZ_SECONDS} s per target)"
-    "$here/fuzz.sh" "$FUZZ_SECONDS" 2>&1 | tee "$logs/fuzz.log" | grep -vE "^#[0-9]+|INFO:|Cannot export local symbol" | tail -30
+    timeout --kill-after=10 1200 "$here/fuzz.sh" "$FUZZ_SECONDS" 2>&1 | tee "$logs/fuzz.log" | grep -vE "^#[0-9]+|INFO:|Cannot export local symbol" | tail -30
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/fuzz.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("fuzz"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("fuzz"); fi
 fi
 
 if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
     step "Bluetooth lab smoke suite (VM with virtual controllers)"
-    "$here/bt-lab.sh" smoke --quiet 2>&1 | tee "$logs/bt-lab.log" | tail -30
+    timeout --kill-after=10 600 "$here/bt-lab.sh" smoke --quiet 2>&1 | tee "$logs/bt-lab.log" | tail -30
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/bt-lab.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("bt-lab"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("bt-lab"); fi
 fi

@@ -4,12 +4,12 @@
 # RESULTS_DIR/.lab/command.sh under a timeout while btmon records HCI traffic, collects
 # logs, and writes the command's exit status to RESULTS_DIR/exit-code.
 #
-#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1)
+#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1) TRACE(0|1)
 #
 # Lines starting with '@@bt-lab ' on stdout are stage markers that the host timestamps.
 set -uo pipefail
 
-RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0}
+RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0} TRACE=${5:-1}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RUN=/run/bt-lab
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -46,11 +46,30 @@ done
 export PEERLINK_LAB=1 PEERLINK_LAB_CONTROLLERS=$N PEERLINK_LAB_RESULTS=$RESULTS
 
 marker stage btmon
-TRACE="$RESULTS/btmon.btsnoop"
-setsid btmon -w "$TRACE" >"$RESULTS/btmon.log" 2>&1 </dev/null &
-BTMON=$!
-for _ in $(seq 50); do [[ -s $TRACE ]] && break; sleep 0.1; done   # btmon writes a header first
-[[ -s $TRACE ]] || echo "[bt-lab] warning: btmon has not started writing $TRACE"
+TRACE_FILE="$RESULTS/btmon.btsnoop"
+BTMON=""
+if ((TRACE)); then
+    # btmon also decodes every packet to stdout; nobody reads that (btmon -r decodes the
+    # file). BlueZ 5.66's btmon occasionally segfaults while decoding: a supervisor restarts
+    # it into btmon-2.btsnoop, btmon-3.btsnoop, ... so that the rest is still recorded.
+    (
+        trap 'kill -INT $child 2>/dev/null; wait $child; exit 0' TERM
+        n=1 file=$TRACE_FILE
+        while :; do
+            btmon -w "$file" >/dev/null 2>>"$RESULTS/btmon.log" </dev/null &
+            child=$!
+            wait $child
+            rc=$?
+            echo "btmon exited with status $rc; restarting it into btmon-$((n + 1)).btsnoop" >>"$RESULTS/btmon.log"
+            echo "[bt-lab] warning: btmon died (status $rc), trace continues in btmon-$((n + 1)).btsnoop"
+            n=$((n + 1)) file="$RESULTS/btmon-$n.btsnoop"
+            ((n > 20)) && exit 1
+        done
+    ) &
+    BTMON=$!
+    for _ in $(seq 50); do [[ -s $TRACE_FILE ]] && break; sleep 0.1; done   # header first
+    [[ -s $TRACE_FILE ]] || echo "[bt-lab] warning: btmon has not started writing $TRACE_FILE"
+fi
 
 marker stage command
 timeout -k 10 "$TIMEOUT" bash "$RESULTS/.lab/command.sh"
@@ -58,10 +77,12 @@ rc=$?
 marker stage command-done rc=$rc
 ((rc == 124)) && echo "[bt-lab] FAILED step command: timed out after ${TIMEOUT}s"
 
-kill -INT "$BTMON" 2>/dev/null
-for _ in $(seq 30); do kill -0 "$BTMON" 2>/dev/null || break; sleep 0.1; done
-kill -9 "$BTMON" 2>/dev/null
-if ((rc == 0 && KEEP_TRACE == 0)); then rm -f "$TRACE"; fi
+if [[ -n $BTMON ]]; then
+    kill -TERM "$BTMON" 2>/dev/null          # the supervisor stops btmon with SIGINT
+    for _ in $(seq 50); do kill -0 "$BTMON" 2>/dev/null || break; sleep 0.1; done
+    pkill -9 -P "$BTMON" 2>/dev/null; kill -9 "$BTMON" 2>/dev/null
+    if ((rc == 0 && KEEP_TRACE == 0)); then rm -f "$TRACE_FILE" "$RESULTS"/btmon-*.btsnoop; fi
+fi
 
 collect_logs
 echo "$rc" > "$RESULTS/exit-code"

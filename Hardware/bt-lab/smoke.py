@@ -15,7 +15,6 @@ import ctypes
 import hashlib
 import os
 import re
-import signal
 import socket
 import struct
 import subprocess
@@ -28,6 +27,7 @@ CHECK_TIMEOUT = 40        # seconds per check
 SOL_BLUETOOTH = 274
 BT_MODE = 15
 BT_MODE_LE_FLOWCTL = 0x03
+BT_MODE_EXT_FLOWCTL = 0x04
 BDADDR_LE_PUBLIC = 0x01
 RESULTS = []
 
@@ -44,14 +44,6 @@ def controller_addresses():
 HCI0, HCI1 = controller_addresses()
 
 
-class CheckTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise CheckTimeout(f"timed out after {CHECK_TIMEOUT}s")
-
-
 CHECKS = []
 
 
@@ -64,22 +56,54 @@ def check(name):
 
 
 def run_check(name, fn):
+    """Run one check in a worker thread so that a socket call stuck in the kernel cannot hang
+    the suite: past CHECK_TIMEOUT the check FAILs with the stack it is stuck in."""
+    box = {}
+
+    def body():
+        try:
+            box["detail"] = fn() or ""
+        except Exception as e:  # noqa: BLE001 - every failure becomes a FAIL line
+            box["error"] = f"{type(e).__name__}: {e}"
+
     t0 = time.monotonic()
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(CHECK_TIMEOUT)
-    try:
-        detail = fn()
-        ok, msg = True, detail or ""
-    except Exception as e:  # noqa: BLE001 - every failure becomes a FAIL line
-        ok, msg = False, f"{type(e).__name__}: {e}"
-    finally:
-        signal.alarm(0)
+    worker = threading.Thread(target=body, name=name, daemon=True)
+    worker.start()
+    worker.join(CHECK_TIMEOUT)
     dt = time.monotonic() - t0
-    if ok:
-        print(f"ok   {name} ({msg}{', ' if msg else ''}{dt:.1f}s)", flush=True)
+    if worker.is_alive():
+        frame = sys._current_frames().get(worker.ident)
+        where = " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in _frames(frame))[:300]
+        box["error"] = f"timed out after {CHECK_TIMEOUT}s, stuck in {where}"
+    if "error" in box:
+        print(f"FAIL {name}: {box['error']} ({dt:.1f}s)", flush=True)
     else:
-        print(f"FAIL {name}: {msg} ({dt:.1f}s)", flush=True)
-    RESULTS.append(ok)
+        detail = box["detail"]
+        print(f"ok   {name} ({detail}{', ' if detail else ''}{dt:.1f}s)", flush=True)
+    RESULTS.append("error" not in box)
+
+
+def _frames(frame):
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def btmgmt(index, *args):
+    """btmgmt quits silently when its stdin is at EOF: keep a pipe open until it is done."""
+    p = subprocess.Popen(["btmgmt", "--index", str(index), *args], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        p.wait(timeout=10)      # output is a few lines: the pipe cannot fill up
+        out = p.stdout.read()
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise RuntimeError(f"btmgmt {' '.join(args)} timed out")
+    finally:
+        p.stdin.close()
+    if p.returncode != 0:
+        raise RuntimeError(f"btmgmt {' '.join(args)}: rc={p.returncode} {out.strip()}")
+    return out
 
 
 def pattern(seed, n):
@@ -106,6 +130,16 @@ def recv_exact(sock, n):
             raise ConnectionError(f"peer closed after {len(buf)} of {n} bytes")
         buf += part
     return bytes(buf)
+
+
+def await_close(sock):
+    """Wait for the peer to close. RFCOMM reports the peer's DISC as ECONNRESET, not EOF."""
+    try:
+        extra = sock.recv(1)
+    except ConnectionResetError:
+        return
+    if extra:
+        raise RuntimeError(f"unexpected data {extra!r} while waiting for close")
 
 
 class Peer(threading.Thread):
@@ -163,7 +197,7 @@ def _rfcomm():
     def server(conn):
         got = recv_exact(conn, SIZE)
         send_chunked(conn, down)
-        conn.recv(1)            # wait for the client's close so no data is cut off
+        await_close(conn)       # wait for the client's close so no data is cut off
         return got
 
     srv, cli = rfcomm_pair(11)
@@ -195,7 +229,7 @@ def _rfcomm_again():
     def server(conn):
         got = recv_exact(conn, 5)
         conn.sendall(b"world")
-        conn.recv(1)
+        await_close(conn)
         return got
 
     srv, cli = rfcomm_pair(12)
@@ -225,7 +259,7 @@ def seqpacket_exchange(srv, cli, connect):
         got = [conn.recv(4096) for _ in MESSAGES]
         for m in reversed(MESSAGES):
             conn.send(m)
-        conn.recv(1)
+        await_close(conn)
         return got
 
     peer = Peer(srv, server)
@@ -282,29 +316,47 @@ def libc_call(fn, sock, sa, what):
 
 
 LE_PSM = 0x0081
+LE_MODES = {BT_MODE_LE_FLOWCTL: "LE flow control", BT_MODE_EXT_FLOWCTL: "enhanced credit (ECRED)"}
 
 
-@check(f"le coc: LE public SOCK_SEQPACKET, BT_MODE LE flow control, PSM {LE_PSM:#06x}")
-def _le_coc():
-    def le_socket():
+def le_check(mode, psm):
+    def le_socket(addr, psm, what):
         s = socket.socket(socket.AF_BLUETOOTH, socket.SOCK_SEQPACKET, socket.BTPROTO_L2CAP)
-        s.setsockopt(SOL_BLUETOOTH, BT_MODE, BT_MODE_LE_FLOWCTL)   # needs enable_ecred=1
+        libc_call(LIBC.bind, s, sockaddr_l2(addr, psm, BDADDR_LE_PUBLIC), what)
+        # BT_MODE is accepted only on a bound socket and only with bluetooth enable_ecred=1
+        s.setsockopt(SOL_BLUETOOTH, BT_MODE, mode)
         return s
 
-    srv, cli = le_socket(), le_socket()
-    with srv, cli:
-        libc_call(LIBC.bind, srv, sockaddr_l2(HCI1, LE_PSM, BDADDR_LE_PUBLIC), "bind server")
-        srv.listen(1)
-        libc_call(LIBC.bind, cli, sockaddr_l2(HCI0, 0, BDADDR_LE_PUBLIC), "bind client")
-        mode = struct.unpack("B", cli.getsockopt(SOL_BLUETOOTH, BT_MODE, 1))[0]
-        if mode != BT_MODE_LE_FLOWCTL:
-            raise RuntimeError(f"BT_MODE reads back {mode}")
+    # An LE connection needs the listening side to advertise connectably; the kernel does
+    # not do that for a listening socket on its own. (PeerLink's own adverts go through
+    # bluetoothd's LEAdvertisingManager1; the check uses the plain mgmt setting.)
+    btmgmt(1, "advertising", "on")
+    try:
+        srv = le_socket(HCI1, psm, "bind server")
+        cli = le_socket(HCI0, 0, "bind client")
+        with srv, cli:
+            srv.listen(1)
+            got = struct.unpack("B", cli.getsockopt(SOL_BLUETOOTH, BT_MODE, 1))[0]
+            if got != mode:
+                raise RuntimeError(f"BT_MODE reads back {got}, set {mode}")
 
-        def connect():    # blocking connect; the per-check alarm bounds it
-            libc_call(LIBC.connect, cli, sockaddr_l2(HCI1, LE_PSM, BDADDR_LE_PUBLIC), "connect")
-            cli.settimeout(CHECK_TIMEOUT - 5)
+            def connect():    # blocking connect; run_check bounds it
+                libc_call(LIBC.connect, cli, sockaddr_l2(HCI1, psm, BDADDR_LE_PUBLIC), "connect")
+                cli.settimeout(CHECK_TIMEOUT - 5)
 
-        return seqpacket_exchange(srv, cli, connect)
+            return seqpacket_exchange(srv, cli, connect)
+    finally:
+        btmgmt(1, "advertising", "off")
+
+
+@check(f"le coc: LE public SOCK_SEQPACKET, BT_MODE {LE_MODES[BT_MODE_LE_FLOWCTL]}, PSM {LE_PSM:#06x}")
+def _le_coc():
+    return le_check(BT_MODE_LE_FLOWCTL, LE_PSM)
+
+
+@check(f"le coc: LE public SOCK_SEQPACKET, BT_MODE {LE_MODES[BT_MODE_EXT_FLOWCTL]}, PSM {LE_PSM + 2:#06x}")
+def _le_ecred():
+    return le_check(BT_MODE_EXT_FLOWCTL, LE_PSM + 2)
 
 
 # --- D-Bus --------------------------------------------------------------------------------
@@ -396,6 +448,9 @@ def _discovery():
             stop()
     finally:
         set_discoverable(False)
+        # bluetoothd turns 'connectable' off together with discoverable; raw-socket peers need
+        # hci1 to keep page scan on.
+        btmgmt(1, "connectable", "on")
     return f"{want} after {dt:.1f}s"
 
 
@@ -415,4 +470,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    os._exit(rc)      # do not wait for a worker thread left stuck by a failed check

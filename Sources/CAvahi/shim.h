@@ -48,7 +48,7 @@ static inline void peerlink_avahi_timeout_free(const AvahiPoll *api, AvahiTimeou
 /* Bus selection support (see AvahiBus.swift). libdbus caches the system bus address the
  * first time it is used in a process, so setting DBUS_SYSTEM_BUS_ADDRESS before
  * avahi_client_new only works once. PeerLink therefore exports its own
- * dbus_bus_get_private (the only libdbus entry point libavahi-client uses to reach the bus);
+ * dbus_bus_get_private in test binaries (the only libdbus entry point libavahi-client uses);
  * these helpers open a private connection to an explicit address, or forward to libdbus's
  * real implementation. libdbus is reached with dlsym so no dbus headers are needed. */
 extern void *dlsym(void *handle, const char *symbol);
@@ -84,17 +84,9 @@ static inline void *peerlink_dbus_open_private(const char *address, void *error)
     return conn;
 }
 
-/* The exported override itself. Swift's own public symbols have protected visibility, which
- * the linker does not put in an executable's dynamic symbol table, so the definition is a C99
- * external inline definition with default visibility (emitted into the Swift object file that
- * references it: AvahiBus.swift) forwarding to the Swift implementation. The asm label gives
- * it libdbus's symbol name without declaring a conflicting C prototype of that name. */
+/* Implemented in PeerLink (AvahiBus.swift). A test-only C target (Tests/BusOverride) exports
+ * `dbus_bus_get_private` forwarding here, so one test process can reach several buses. */
 extern void *peerlink_avahi_bus_get_private_hook(int type, void *error);
-void *peerlink_dbus_bus_get_private_export(int type, void *error) __asm__("dbus_bus_get_private");
-extern inline __attribute__((visibility("default"), used))
-void *peerlink_dbus_bus_get_private_export(int type, void *error) {
-    return peerlink_avahi_bus_get_private_hook(type, error);
-}
 
 /* DBusError starts with `const char *name; const char *message;` (stable public ABI). */
 static inline const char *peerlink_dbus_error_message(const void *error) {

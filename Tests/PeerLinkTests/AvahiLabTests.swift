@@ -11,7 +11,7 @@ final class AvahiLabTests: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let lab = try AvahiIPLab.up()
+        let lab = try AvahiIPLab.up(ipv6: name.contains("IPv6"))
         self.lab = lab
         print("AvahiLabTests: lab \(lab.hosts) up in \(String(format: "%.2f", lab.upSeconds)) s")
     }
@@ -78,6 +78,37 @@ final class AvahiLabTests: XCTestCase {
         }
         XCTAssertNotNil(lost, "no lost after stop: \(seen.all)")
         XCTAssertTrue(browser.services.isEmpty)
+    }
+
+    func testIPv4AndIPv6InstancesMergeIntoOneService() async throws {
+        let lab = try requireLab()
+        let (a, b) = (lab.hosts[0], lab.hosts[1])
+        let browser = try AvahiBrowser(type: type, busAddress: lab.bus(b))
+        defer { browser.stop() }
+        let seen = AvahiEventLog(browser.events)
+        let publisher = try AvahiPublisher(type: type, name: "Dual Stack", port: 4545, txt: ["pl.id": "dual"], busAddress: lab.bus(a))
+        defer { publisher.stop() }
+
+        let both = await seen.wait(timeout: 10) {
+            switch $0 {
+            case let .found(s), let .updated(s):
+                return s.name == "Dual Stack" && s.endpoints.contains { $0.host == lab.address(a) }
+                    && s.endpoints.contains { $0.host.hasPrefix("fe80:") }
+            default:
+                return false
+            }
+        }
+        XCTAssertNotNil(both, "no merged IPv4+IPv6 view: \(seen.all)")
+        publisher.stop()
+        let lost = await seen.wait(timeout: 10) {
+            if case .lost("Dual Stack") = $0 { return true } else { return false }
+        }
+        XCTAssertNotNil(lost, "no lost after stop: \(seen.all)")
+        let events = seen.all
+        let founds = events.filter { if case let .found(s) = $0 { return s.name == "Dual Stack" } else { return false } }
+        let losts = events.filter { if case .lost("Dual Stack") = $0 { return true } else { return false } }
+        XCTAssertEqual(founds.count, 1, "\(events)")
+        XCTAssertEqual(losts.count, 1, "\(events)")
     }
 
     func testNameCollisionRenamesOnePublisher() async throws {

@@ -55,41 +55,60 @@ struct AvahiIPLab {
             .appendingPathComponent("scripts/lab/iplab.sh").path
     }
 
-    /// Runs the lab script; returns (exit status, combined output). Kills it after `timeout`.
+    /// Runs the lab script; returns (exit status, combined output). The script runs in its
+    /// own process group, killed after `timeout` (status -2). posix_spawn + waitpid rather
+    /// than Foundation's Process, whose exit detection waits for every inheritor of its socket.
     @discardableResult
     static func run(_ arguments: [String], environment extra: [String: String] = [:], timeout: TimeInterval = 30) -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script] + arguments
+        let outputPath = NSTemporaryDirectory() + "iplab-out-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in extra { environment[key] = value }
-        process.environment = environment
-        let outputPath = NSTemporaryDirectory() + "iplab-out-\(UUID().uuidString)"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        guard let output = FileHandle(forWritingAtPath: outputPath) else { return (-1, "cannot create \(outputPath)") }
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return (-1, "cannot run \(script): \(error)") }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        var timedOut = false
-        if process.isRunning {
-            timedOut = true
-            process.terminate()
-            usleep(500_000)
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let argv = (["/bin/bash", script] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
         }
-        process.waitUntilExit()
-        try? output.close()
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attributes)
+        defer {
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attributes)
+        }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/bin/bash", &actions, &attributes, argv, envp)
+        guard spawned == 0 else { return (-1, "cannot run \(script): \(String(cString: strerror(spawned)))") }
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        var timedOut = false
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid || (reaped < 0 && errno != EINTR) { break }
+            if Date() >= deadline {
+                timedOut = true
+                kill(-pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                break
+            }
+            usleep(20_000)
+        }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        return (timedOut ? -2 : process.terminationStatus, timedOut ? "timed out after \(timeout)s; " + text : text)
+        if timedOut { return (-2, "timed out after \(timeout) s; output so far: \(text)") }
+        let exited = status & 0x7f == 0
+        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), text)
     }
 
     /// Brings a two-host lab up. Throws XCTSkip when that is impossible here, except under
     /// CI=true where the failure is an error.
-    static func up() throws -> AvahiIPLab {
+    static func up(ipv6: Bool = false) throws -> AvahiIPLab {
         let ci = ProcessInfo.processInfo.environment["CI"] == "true"
         func unavailable(_ why: String) -> Error {
             ci ? StartFailure(description: "IP lab unavailable under CI=true: \(why)") : XCTSkip("IP lab unavailable: \(why)")
@@ -102,7 +121,7 @@ struct AvahiIPLab {
         let prefix = "pv" + String((0..<3).map { _ in letters.randomElement() ?? "x" })
         let dir = NSTemporaryDirectory() + "peerlink-avahi-lab-\(prefix)"
         let started = Date()
-        let (status, output) = run(["up", dir, "2"], environment: ["IPLAB_PREFIX": prefix, "IPLAB_QUIET": "1"], timeout: 40)
+        let (status, output) = run(["up", dir, "2"], environment: ["IPLAB_PREFIX": prefix, "IPLAB_QUIET": "1", "IPLAB_IPV6": ipv6 ? "yes" : "no"], timeout: 40)
         guard status == 0 else {
             run(["down", dir], timeout: 20)
             throw unavailable("`iplab.sh up` failed (\(status)): \(output)")

@@ -194,3 +194,66 @@ final class ProgressLog: @unchecked Sendable {
     var first: ResourceProgress? { lock.withLock { items.first } }
     var last: ResourceProgress? { lock.withLock { items.last } }
 }
+
+final class ResourceCancellationTests: XCTestCase {
+    func slowPair() async throws -> (Pair, String) {
+        let net = MemoryNetwork()
+        let idA = Identity(), idB = Identity()
+        // 200 KB/s: a 2 MB file takes ~10 s, so cancellation lands mid-transfer.
+        net.conditions = ["a": MemoryLinkConditions(bandwidth: 200_000)]
+        let a = try Node(identity: idA, displayName: "alpha", transports: [MemoryTransport(network: net, address: "a")])
+        let b = try Node(identity: idB, displayName: "beta", transports: [MemoryTransport(network: net, address: "b")])
+        let sa = Session(node: a), sb = Session(node: b)
+        let adv = Advertiser(node: a, service: try ServiceType("cancel"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
+        try await b.invite(info, to: sb, timeout: 5)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-cancel-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data(repeating: 0x5a, count: 2_000_000).write(to: URL(fileURLWithPath: dir + "/big.bin"))
+        return (Pair(a: a, b: b, sa: sa, sb: sb, peerA: info), dir)
+    }
+
+    func testSenderCancellationIsReportedAndPartialKept() async throws {
+        let (p, dir) = try await slowPair()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // One consumer of the receiver's events: accepts the offer, returns the outcome.
+        let receiver = Task { () -> String? in
+            for await e in p.sa.events {
+                if case let .resourceOffered(o) = e { try? await p.sa.accept(o, into: dir + "/in") }
+                if case let .resourceFinished(_, _, error) = e { return error }
+            }
+            return nil
+        }
+        let sending = Task { try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID) }
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        sending.cancel()
+        do { try await sending.value; XCTFail("cancelled send must throw") } catch is CancellationError {}
+        let error = await receiver.value
+        XCTAssertTrue(error?.contains("cancelled by the sender") ?? false, "\(String(describing: error))")
+        let parts = try FileManager.default.contentsOfDirectory(atPath: dir + "/in/.peerlink-partial")
+        XCTAssertEqual(parts.count, 1, "the partial file is kept for a later resume")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/in/big.bin"))
+    }
+
+    func testReceiverCancellationFailsTheSender() async throws {
+        let (p, dir) = try await slowPair()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        Task {
+            for await e in p.sa.events {
+                if case let .resourceOffered(o) = e {
+                    try await p.sa.accept(o, into: dir + "/in")
+                    try await Task.sleep(nanoseconds: 1_000_000_000)
+                    await p.sa.cancel(o)
+                }
+            }
+        }
+        do {
+            try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID)
+            XCTFail("the receiver cancelled; the send must fail")
+        } catch let e as PeerLinkError {
+            XCTAssertTrue("\(e)".contains("receiver cancelled"), "\(e)")
+        }
+    }
+}

@@ -61,6 +61,18 @@ iplab_load_env() {  # DIR — sources DIR/lab.env
     . "$dir/lab.env"
 }
 
+# iplab_closefds — closes every inherited descriptor above 2 in the current (sub)shell, so that
+# long-lived daemons do not hold the caller's pipes or sockets open (callers that wait for
+# EOF, or like Foundation's Process for the last holder of a socket, would hang otherwise).
+iplab_closefds() {
+    local fd
+    for fd in /proc/$BASHPID/fd/*; do
+        fd=${fd##*/}
+        [[ $fd =~ ^[0-9]+$ ]] && [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+    done
+    return 0
+}
+
 iplab_pid_alive() {  # PID — true if running and not a zombie
     local pid=$1 state
     [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
@@ -139,10 +151,14 @@ iplab_start_avahi() {
     rm -f "$hd/run-avahi/pid" "$hd/run-avahi/socket"
     [ ! -f "$hd/avahi.log" ] || mv -f "$hd/avahi.log" "$hd/avahi.log.prev"
     : > "$hd/avahi.log"
-    # setsid + exec chain: $! ends up being avahi-daemon itself (ip netns exec does not fork).
-    setsid ip netns exec "$host" env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$hd/bus.sock" \
-        sh -c 'mount --bind "$1" /run/avahi-daemon || exit 97; exec avahi-daemon -f "$2" --no-rlimits --no-proc-title' \
-        iplab-avahi "$hd/run-avahi" "$hd/avahi.conf" >>"$hd/avahi.log" 2>&1 </dev/null &
+    # exec chain: $! ends up being avahi-daemon itself (setsid and ip netns exec do not fork
+    # here); `ip netns exec` gives it a private mount namespace for the bind mount.
+    (
+        iplab_closefds
+        exec setsid ip netns exec "$host" env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$hd/bus.sock" \
+            sh -c 'mount --bind "$1" /run/avahi-daemon || exit 97; exec avahi-daemon -f "$2" --no-rlimits --no-proc-title' \
+            iplab-avahi "$hd/run-avahi" "$hd/avahi.conf"
+    ) >>"$hd/avahi.log" 2>&1 </dev/null &
     pid=$!
     echo "$pid" > "$hd/avahi.pid"
     iplab_wait_log "$hd/avahi.log" "Server startup complete" "$pid" "${IPLAB_TIMEOUT:-10}" "avahi-daemon startup ($host)"
@@ -162,7 +178,7 @@ iplab_stop_avahi() {
 iplab_start_dbus() {  # DIR HOST
     local hd="$1/$2" pid
     rm -f "$hd/bus.sock"
-    pid=$(timeout "${IPLAB_TIMEOUT:-10}" ip netns exec "$2" dbus-daemon --system \
+    pid=$(iplab_closefds; exec timeout "${IPLAB_TIMEOUT:-10}" ip netns exec "$2" dbus-daemon --system \
             --address="unix:path=$hd/bus.sock" --nopidfile --fork --print-pid 2>"$hd/dbus.log" </dev/null) \
         || { iplab_die "step 'dbus-daemon startup ($2)' failed; $(tail -n 5 "$hd/dbus.log" 2>/dev/null)"; return 1; }
     pid=${pid//[!0-9]/}
@@ -192,17 +208,17 @@ iplab_up() {
     local hosts=() i letters=abcdefghijklmnopqrstuvwxyz
     for ((i = 0; i < n; i++)); do hosts+=("$prefix${letters:i:1}"); done
     local bridge=""; [ "$n" -gt 2 ] && bridge="${prefix}br"
-    {
-        echo "IPLAB_PREFIX=$prefix"; echo "IPLAB_SUBNET=$subnet"; echo "IPLAB_IPV6=${IPLAB_IPV6:-no}"
-        echo "IPLAB_HOSTS=\"${hosts[*]}\""; echo "IPLAB_BRIDGE=$bridge"
-    } > "$dir/lab.env"
     local h
     for h in "${hosts[@]}" $bridge; do
-        if ip netns list | awk '{print $1}' | grep -qx "$h"; then
+        if [ -e "/run/netns/$h" ] || ip netns list | awk '{print $1}' | grep -qx "$h"; then
             iplab_die "step 'create namespace $h': a namespace named $h already exists (another lab? run down on its DIR, or set IPLAB_PREFIX)"
             return 1
         fi
     done
+    {
+        echo "IPLAB_PREFIX=$prefix"; echo "IPLAB_SUBNET=$subnet"; echo "IPLAB_IPV6=${IPLAB_IPV6:-no}"
+        echo "IPLAB_HOSTS=\"${hosts[*]}\""; echo "IPLAB_BRIDGE=$bridge"
+    } > "$dir/lab.env"
     for h in "${hosts[@]}" $bridge; do
         iplab_run "create namespace $h" ip netns add "$h" || { iplab_down "$dir"; return 1; }
         echo "$dir" > "$IPLAB_REGISTRY/$h"
@@ -255,7 +271,17 @@ iplab_down() {
     [ -f "$dir/lab.env" ] || return 0
     local IPLAB_HOSTS="" IPLAB_BRIDGE=""
     iplab_load_env "$dir" 2>/dev/null || return 0
-    local h pid p
+    local h pid p owned=""
+    # Only touch hosts this DIR created (the registry names the owning DIR).
+    for h in $IPLAB_HOSTS $IPLAB_BRIDGE; do
+        if [ -f "$IPLAB_REGISTRY/$h" ] && [ "$(cat "$IPLAB_REGISTRY/$h" 2>/dev/null)" != "$dir" ]; then
+            iplab_log "down: leaving $h alone (it belongs to $(cat "$IPLAB_REGISTRY/$h" 2>/dev/null))"
+            continue
+        fi
+        owned="$owned $h"
+    done
+    IPLAB_HOSTS=$(for h in $IPLAB_HOSTS; do case " $owned " in *" $h "*) printf '%s ' "$h" ;; esac; done)
+    case " $owned " in *" $IPLAB_BRIDGE "*) ;; *) IPLAB_BRIDGE="" ;; esac
     for h in $IPLAB_HOSTS; do
         iplab_stop_avahi "$dir" "$h" 2>/dev/null
         pid=$(cat "$dir/$h/dbus.pid" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null

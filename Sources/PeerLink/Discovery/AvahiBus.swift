@@ -9,10 +9,11 @@ import Glibc
 // DBUS_SYSTEM_BUS_ADDRESS only the first time any code in the process asks for the system
 // bus (the address is cached until dbus_shutdown()). Setting the variable around
 // avahi_client_new therefore only works once per process (measured: a second client with a
-// different address still reached the first bus). Instead PeerLink exports its own
-// `dbus_bus_get_private` (defined in the CAvahi shim with default visibility, forwarding to
-// `_peerlinkAvahiBusGetPrivateHook`; the module map links libdbus-1 so the linker exports it
-// from executables). libavahi-client's call lands here. While `AvahiBusSelector.withBus` runs
+// different address still reached the first bus). Test binaries therefore link a small C
+// target (Tests/BusOverride) that exports its own `dbus_bus_get_private`, forwarding to
+// `_peerlinkAvahiBusGetPrivateHook`; libavahi-client's call lands here. Production binaries
+// do not interpose anything: there, `busAddress` is unavailable and the process's default
+// system bus (DBUS_SYSTEM_BUS_ADDRESS) is used. While `AvahiBusSelector.withBus` runs
 // avahi_client_new for an explicit address, that thread gets a private connection to that
 // address; every other call (other threads, other libraries, no address given) goes to
 // libdbus's real function (RTLD_NEXT) unchanged. If the override is not active in some
@@ -118,11 +119,6 @@ func _peerlinkAvahiBusGetPrivateHook(_ type: CInt, _ error: UnsafeMutableRawPoin
     AvahiBusSelector.shared.busGetPrivate(type: type, error: error)
 }
 
-/// Referencing the shim's exported override makes the compiler emit it into this object file.
-/// Public so that whole-module optimisation cannot drop the reference. Not for direct use.
-public let _peerlinkAvahiBusOverrideAnchor: @convention(c) (CInt, UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? =
-    peerlink_dbus_bus_get_private_export
-
 /// Creates an avahi client on `poll` talking to `busAddress`, mapping failures to AvahiError.
 /// The callback may run (with the new client pointer) before this returns.
 func avahiCreateClient(
@@ -133,7 +129,6 @@ func avahiCreateClient(
     userdata: UnsafeMutableRawPointer?
 ) -> Result<OpaquePointer, AvahiError> {
     var code: Int32 = 0
-    _ = _peerlinkAvahiBusOverrideAnchor
     let (client, outcome) = AvahiBusSelector.shared.withBus(busAddress) {
         avahi_client_new(poll, flags, callback, userdata, &code)
     }

@@ -245,6 +245,7 @@ actor PeerChannel {
         let id = try core.offerResource(name: name, size: size, sha256: sha, now: Clock.now())
         process()
         while accepted[id] == nil {
+            try cancelIfNeeded(id, name)
             if refused.contains(id) { throw PeerLinkError.resourceDeclined(name) }
             guard !ended else { throw PeerLinkError.notConnected(peer) }
             await waitForChange()
@@ -259,6 +260,7 @@ actor PeerChannel {
         report()
         while sent < size {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
+            try cancelIfNeeded(id, name)
             if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
             let credit = core.credit(of: id) ?? 0
             if credit == 0 || core.backlogBytes > core.config.sendWindow {
@@ -277,6 +279,7 @@ actor PeerChannel {
         process()
         while results[id] == nil {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
+            if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
             await waitForChange()
         }
         let ok = results.removeValue(forKey: id) ?? false
@@ -286,7 +289,26 @@ actor PeerChannel {
         guard ok else { throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed") }
     }
 
+    /// Aborts an outgoing resource when the sending task was cancelled.
+    private func cancelIfNeeded(_ id: UInt32, _ name: String) throws {
+        guard Task.isCancelled else { return }
+        core.close(stream: id, cancel: true, now: Clock.now())
+        process()
+        throw CancellationError()
+    }
+
     // MARK: incoming resources
+
+    /// Stops receiving a resource; the partial file is kept so a later transfer can resume.
+    func cancelIncoming(_ offer: ResourceOffer) {
+        if offers.removeValue(forKey: offer.stream) != nil {
+            core.close(stream: offer.stream, cancel: true, now: Clock.now())
+            process()
+        } else if receiving[offer.stream] != nil {
+            failResource(offer.stream, "cancelled by the receiver; the partial file is kept to resume")
+            process()
+        }
+    }
 
     func acceptResource(_ offer: ResourceOffer, directory: String) throws {
         guard offers.removeValue(forKey: offer.stream) != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }

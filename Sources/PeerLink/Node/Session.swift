@@ -53,6 +53,7 @@ public final class Session: Sendable {
 
     /// Sends a file and returns once the receiver has verified its SHA-256. If the receiver
     /// holds part of the same file from an interrupted transfer, only the rest is sent.
+    /// Cancelling the calling task cancels the transfer (the receiver keeps what it has).
     public func sendResource(at path: String, name: String? = nil, to peer: PeerID,
                              progress: (@Sendable (ResourceProgress) -> Void)? = nil) async throws {
         guard let c = registry.channel(for: peer) else { throw PeerLinkError.notConnected(peer) }
@@ -63,6 +64,12 @@ public final class Session: Sendable {
     public func accept(_ offer: ResourceOffer, into directory: String) async throws {
         guard let c = registry.channel(for: offer.peer) else { throw PeerLinkError.notConnected(offer.peer) }
         try await c.acceptResource(offer, directory: directory)
+    }
+
+    /// Stops receiving a resource, before or during the transfer. The partial file is kept,
+    /// so the sender can resume later; the sender's `sendResource` fails.
+    public func cancel(_ offer: ResourceOffer) async {
+        await registry.channel(for: offer.peer)?.cancelIncoming(offer)
     }
 
     public func decline(_ offer: ResourceOffer) async {

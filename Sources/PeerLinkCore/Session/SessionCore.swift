@@ -12,13 +12,16 @@ public struct SessionCore: Sendable {
 
     public let config: SessionConfig
     public let role: Role
+    /// Unanswered pings remembered per link, so a slow pong still measures the RTT.
+    static let maxOutstandingPings = 8
     public private(set) var isClosed = false
 
     // MARK: links
     struct LinkState: Sendable {
         var lastReceived: UInt64
         var lastSent: UInt64
-        var pingSentAt: UInt64?
+        /// Tokens (send times) of unanswered pings, oldest first, at most `maxOutstandingPings`.
+        var outstandingPings: [UInt64] = []
         var rtt: UInt64?
     }
     private var links: [LinkID: LinkState] = [:]
@@ -96,6 +99,8 @@ public struct SessionCore: Sendable {
         guard links.removeValue(forKey: link) != nil else { return }
         linkOrder.removeAll { $0 == link }
         if preferredLink == link { preferredLink = nil }
+        // A link that comes back under the same name is a new carrier: resend on it.
+        if carryingLink == link { carryingLink = nil }
         flush()
     }
 
@@ -238,10 +243,11 @@ public struct SessionCore: Sendable {
         case let .ping(token):
             transmit(.pong(token: token), on: link, now: now)
         case let .pong(token):
-            if let sent = links[link]?.pingSentAt, token == sent {
-                let rtt = now >= sent ? now - sent : 0
+            // Several pings may be outstanding on a slow link; any of them measures the RTT.
+            if let pings = links[link]?.outstandingPings, pings.contains(token) {
+                let rtt = now >= token ? now - token : 0
                 links[link]?.rtt = rtt
-                links[link]?.pingSentAt = nil
+                links[link]?.outstandingPings.removeAll { $0 <= token }
                 outputs.append(.event(.roundTrip(link: link, millis: rtt)))
             }
         case let .close(reason, text):
@@ -262,11 +268,16 @@ public struct SessionCore: Sendable {
                 linkDown(link)
                 continue
             }
-            if s.pingSentAt == nil, now >= s.lastSent + config.keepaliveInterval || now >= s.lastReceived + config.keepaliveInterval {
-                links[link]?.pingSentAt = now
-                transmit(.ping(token: now), on: link, now: now)
-            } else if let sent = s.pingSentAt, now >= sent + config.keepaliveInterval {
-                links[link]?.pingSentAt = now  // the probe went unanswered: probe again
+            let due: Bool
+            if let last = s.outstandingPings.last {
+                due = now >= last + config.keepaliveInterval  // unanswered so far: probe again
+            } else {
+                due = now >= s.lastSent + config.keepaliveInterval || now >= s.lastReceived + config.keepaliveInterval
+            }
+            if due {
+                var pings = s.outstandingPings + [now]
+                if pings.count > SessionCore.maxOutstandingPings { pings.removeFirst(pings.count - SessionCore.maxOutstandingPings) }
+                links[link]?.outstandingPings = pings
                 transmit(.ping(token: now), on: link, now: now)
             }
         }

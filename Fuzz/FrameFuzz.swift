@@ -1,0 +1,61 @@
+// libFuzzer target: session frames (Frame.decode / Record.decode).
+// Build: swiftc -sanitize=fuzzer,address -parse-as-library -O Sources/PeerLinkWire/*.swift Fuzz/FrameFuzz.swift -o Fuzz/bin/FrameFuzz
+//
+// Invariants checked beyond "no crash":
+//  - decode either returns a frame or throws a WireError (nothing else);
+//  - a rejected input yields an error whose description is a non-empty sentence;
+//  - an accepted frame re-encodes to exactly the input bytes (the codec is canonical), except
+//    that an unknown close-reason byte is normalised to 0 (`unspecified`);
+//  - the re-encoding decodes to an equal frame and never exceeds WireLimits.frame;
+//  - limits hold on accepted frames (invite context, names, close text, seq > 0).
+
+fileprivate func check(_ ok: Bool, _ what: @autoclosure () -> String) {
+    if !ok { fatalError("invariant violated: \(what())") }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let input = Array(UnsafeBufferPointer(start: data, count: size))
+    let frame: Frame
+    do {
+        frame = try Frame.decode(input)
+    } catch let e as WireError {
+        check(!e.description.isEmpty, "empty error description")
+        return 0
+    } catch {
+        fatalError("Frame.decode threw a non-WireError: \(error)")
+    }
+
+    let encoded = frame.encode()
+    var expected = input
+    if input.count >= 2, input[0] == Frame.Kind.close.rawValue, CloseReason(rawValue: input[1]) == nil {
+        expected[1] = CloseReason.unspecified.rawValue
+    }
+    check(encoded == expected, "re-encoding differs from the accepted input: \(frame)")
+    check(encoded.count <= WireLimits.frame, "re-encoding longer than the frame limit")
+    do {
+        let again = try Frame.decode(encoded)
+        check(again == frame, "decode(encode(f)) != f for \(frame)")
+    } catch {
+        fatalError("re-encoded frame does not decode: \(error) for \(frame)")
+    }
+
+    switch frame {
+    case let .invite(_, _, context):
+        check(context.count <= WireLimits.inviteContext, "invite context over the limit")
+    case let .reliable(seq, record):
+        check(seq > 0, "reliable frame with seq 0")
+        switch record {
+        case let .streamOpen(_, name):
+            check(name.utf8.count <= WireLimits.name, "stream name over the limit")
+        case let .resourceOffer(_, _, sha, name):
+            check(sha.count == 32, "hash not 32 bytes")
+            check(name.utf8.count <= WireLimits.name, "resource name over the limit")
+        default: break
+        }
+    case let .close(_, text):
+        check(text.utf8.count <= WireLimits.reasonText, "close text over the limit")
+    default: break
+    }
+    return 0
+}

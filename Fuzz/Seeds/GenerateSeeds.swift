@@ -1,0 +1,92 @@
+// Writes seed corpora for the fuzz targets from valid encodings made by the real encoders.
+// Built without sanitizers by scripts/fuzz.sh:
+//   swiftc -parse-as-library -O Sources/PeerLinkWire/*.swift Fuzz/Seeds/GenerateSeeds.swift -o Fuzz/bin/GenerateSeeds
+//   Fuzz/bin/GenerateSeeds <Target> <directory>
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@main
+struct GenerateSeeds {
+    static func write(_ bytes: [UInt8], to path: String) {
+        guard let f = fopen(path, "wb") else { fatalError("cannot write \(path)") }
+        _ = bytes.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, f) }
+        fclose(f)
+    }
+
+    static let sha: [UInt8] = (0..<32).map { UInt8($0 * 5 & 0xff) }
+    static let token: [UInt8] = Array(100..<116)
+
+    static var frames: [[UInt8]] {
+        let fs: [Frame] = [
+            .invite(id: 1, timeoutMillis: 30_000, context: Array("join my game".utf8)),
+            .inviteReply(id: 1, accepted: true),
+            .reliable(seq: 1, record: .messagePart(final: true, bytes: Array("hello".utf8))),
+            .reliable(seq: 2, record: .messagePart(final: false, bytes: [1, 2, 3])),
+            .reliable(seq: 3, record: .streamOpen(stream: 1, name: "chat")),
+            .reliable(seq: 4, record: .streamData(stream: 1, bytes: [9, 9])),
+            .reliable(seq: 5, record: .streamCredit(stream: 1, bytes: 262_144)),
+            .reliable(seq: 6, record: .streamClose(stream: 1, status: .finished)),
+            .reliable(seq: 7, record: .resourceOffer(stream: 3, size: 1 << 20, sha256: sha, name: "photo.jpg")),
+            .reliable(seq: 8, record: .resourceAccept(stream: 3, offset: 0, credit: 65_536)),
+            .reliable(seq: 9, record: .resourceResult(stream: 3, ok: true)),
+            .ack(upTo: 9),
+            .unreliable(payload: [1, 2, 3, 4]),
+            .ping(token: 12_345),
+            .pong(token: 12_345),
+            .close(reason: .leaving, text: "bye"),
+        ]
+        return fs.map { $0.encode() }
+    }
+
+    static var hellos: [[UInt8]] {
+        var withUnknown = Hello(displayName: "Bob", sessionToken: token).encode()
+        withUnknown += [9, 0, 3, 1, 2, 3]
+        return [
+            Hello(displayName: "Alice's laptop", sessionToken: token).encode(),
+            Hello(displayName: "Zoë 📱", maxFrame: 1024, sessionToken: token, minor: 3).encode(),
+            withUnknown,
+        ]
+    }
+
+    static var txt: [[UInt8]] {
+        var out: [[UInt8]] = []
+        let id = try! PeerID(bytes: Array(0..<20))
+        let ad = try! Advertisement(peerID: id, displayName: "Alice", info: try! DiscoveryInfo(["room": "kitchen", "v": "2"]))
+        out.append(try! TXTRecord.encode(ad.txt))
+        out.append([3] + Array("a=1".utf8) + [0] + [4] + Array("flag".utf8) + [5] + Array("A=two".utf8))
+        out.append(Array("field-demo".utf8))
+        out.append(Array(id.description.utf8))
+        out.append(Array("mzxw6ytboi".utf8))
+        out.append(Array("room=kitchen\nv=2\nempty=".utf8))
+        return out
+    }
+
+    static var streams: [[UInt8]] {
+        let msgs: [[UInt8]] = [[1], Array(0..<40), [UInt8](repeating: 7, count: 300)]
+        let stream = msgs.flatMap { try! LengthPrefixedDeframer.frame($0) }
+        return [[0] + stream, [5] + stream, [200] + stream + [0], [3, 0, 0, 0, 1, 1]]
+    }
+
+    static var datagrams: [[UInt8]] {
+        [DatagramEnvelope(token: Array(1...8), nonce: 7, ciphertext: [UInt8](repeating: 0xcc, count: 16 + 9)).encode(),
+         DatagramEnvelope(token: [UInt8](repeating: 0, count: 8), nonce: .max, ciphertext: [UInt8](repeating: 1, count: 16)).encode()]
+    }
+
+    static func main() {
+        let args = CommandLine.arguments
+        guard args.count == 3 else { fatalError("usage: GenerateSeeds <Target> <directory>") }
+        let seeds: [[UInt8]]
+        switch args[1] {
+        case "FrameFuzz": seeds = frames
+        case "HelloFuzz": seeds = hellos
+        case "TXTFuzz": seeds = txt
+        case "DeframerFuzz": seeds = streams
+        case "DatagramFuzz": seeds = datagrams
+        default: seeds = []  // a target without generated seeds starts from an empty corpus
+        }
+        for (i, s) in seeds.enumerated() { write(s, to: "\(args[2])/seed-\(i)") }
+    }
+}

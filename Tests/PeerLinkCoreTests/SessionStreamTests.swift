@@ -1,0 +1,273 @@
+import XCTest
+import PeerLinkWire
+@testable import PeerLinkCore
+
+final class SessionStreamTests: XCTestCase {
+    func events(_ core: inout SessionCore) -> [SessionEvent] {
+        core.takeOutputs().compactMap { if case let .event(e) = $0 { return e }; return nil }
+    }
+
+    func streamBytes(_ events: [SessionEvent], _ id: UInt32) -> [UInt8] {
+        events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return b }; return [] }
+    }
+
+    func testStreamOpenWriteClose() throws {
+        let p = SessionPair()
+        p.up(1)
+        let id = try p.a.openStream(name: "chat", now: 0)
+        XCTAssertEqual(id, 1)
+        XCTAssertEqual(p.a.credit(of: id), 0)
+        XCTAssertThrowsError(try p.a.write([1], to: id, now: 0)) { XCTAssertEqual($0 as? SessionError, .noCredit(stream: 1, available: 0)) }
+        p.settle()
+        XCTAssertEqual(p.eventsB, [.streamOpened(stream: 1, name: "chat")])
+        XCTAssertEqual(p.eventsA, [.streamWritable(stream: 1)])
+        XCTAssertEqual(p.a.credit(of: id), Int(SessionConfig().streamWindow))
+        let data = message(5, size: 40_000)  // larger than a fragment
+        try p.a.write(data, to: id, now: 0)
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, 1), data)
+        XCTAssertEqual(p.eventsB.last, .streamClosed(stream: 1, status: .finished))
+        XCTAssertNil(p.a.credit(of: id))
+        XCTAssertThrowsError(try p.a.write([1], to: id, now: 0)) { XCTAssertEqual($0 as? SessionError, .unknownStream(1)) }
+        XCTAssertEqual(p.a.unacknowledgedBytes, 0)
+    }
+
+    func testLongNameRefused() {
+        var a = SessionCore(role: .initiator)
+        XCTAssertThrowsError(try a.openStream(name: String(repeating: "n", count: 256), now: 0))
+        XCTAssertNoThrow(try a.openStream(name: String(repeating: "n", count: 255), now: 0))
+        XCTAssertThrowsError(try a.offerResource(name: "x", size: 1, sha256: [1, 2], now: 0))
+    }
+
+    func testStreamIDParity() throws {
+        var a = SessionCore(role: .initiator)
+        var b = SessionCore(role: .responder)
+        XCTAssertEqual(try a.openStream(name: "1", now: 0), 1)
+        XCTAssertEqual(try a.offerResource(name: "r", size: 1, sha256: [UInt8](repeating: 0, count: 32), now: 0), 3)
+        XCTAssertEqual(try a.openStream(name: "3", now: 0), 5)
+        XCTAssertEqual(try b.openStream(name: "2", now: 0), 2)
+        XCTAssertEqual(try b.openStream(name: "4", now: 0), 4)
+    }
+
+    func testRemoteStreamWithWrongParityIsProtocolViolation() {
+        var b = SessionCore(role: .responder)
+        b.linkUp(1, now: 0)
+        b.receive(.reliable(seq: 1, record: .streamOpen(stream: 2, name: "mine")), on: 1, now: 0)
+        XCTAssertEqual(SessionPair.violations(events(&b)).count, 1)
+        b.receive(.reliable(seq: 2, record: .resourceOffer(stream: 4, size: 1, sha256: [UInt8](repeating: 0, count: 32), name: "r")), on: 1, now: 0)
+        XCTAssertEqual(SessionPair.violations(events(&b)).count, 1)
+
+        var a = SessionCore(role: .initiator)
+        a.linkUp(1, now: 0)
+        a.receive(.reliable(seq: 1, record: .streamOpen(stream: 1, name: "odd")), on: 1, now: 0)
+        XCTAssertEqual(SessionPair.violations(events(&a)).count, 1)
+        a.receive(.reliable(seq: 2, record: .streamOpen(stream: 0, name: "zero")), on: 1, now: 0)  // nobody allocates 0
+        XCTAssertEqual(SessionPair.violations(events(&a)).count, 1)
+        a.receive(.reliable(seq: 3, record: .streamOpen(stream: 2, name: "even")), on: 1, now: 0)
+        let ev = events(&a)
+        XCTAssertTrue(SessionPair.violations(ev).isEmpty)
+        XCTAssertTrue(ev.contains(.streamOpened(stream: 2, name: "even")))
+    }
+
+    func testReusedRemoteStreamIDIsProtocolViolation() {
+        var b = SessionCore(role: .responder)
+        b.linkUp(1, now: 0)
+        b.receive(.reliable(seq: 1, record: .streamOpen(stream: 1, name: "a")), on: 1, now: 0)
+        XCTAssertTrue(SessionPair.violations(events(&b)).isEmpty)
+        b.receive(.reliable(seq: 2, record: .streamOpen(stream: 1, name: "again")), on: 1, now: 0)
+        XCTAssertEqual(SessionPair.violations(events(&b)).count, 1)
+    }
+
+    func testDataBeyondCreditFromHostilePeerIsProtocolViolation() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1024
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        XCTAssertEqual(p.a.credit(of: id), 1024)
+        // The honest sender cannot exceed its credit.
+        XCTAssertThrowsError(try p.a.write([UInt8](repeating: 0, count: 1025), to: id, now: 0)) {
+            XCTAssertEqual($0 as? SessionError, .noCredit(stream: id, available: 1024))
+        }
+        // It writes 1000 legitimately (seq 2)...
+        try p.a.write([UInt8](repeating: 1, count: 1000), to: id, now: 0)
+        p.settle()
+        XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
+        // ...then a hostile frame with seq 3 carries 25 bytes more than the 24 left.
+        p.b.receive(.reliable(seq: 3, record: .streamData(stream: id, bytes: [UInt8](repeating: 2, count: 25))), on: 1, now: 0)
+        p.collect()
+        XCTAssertEqual(SessionPair.violations(p.eventsB).count, 1)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 1000)
+    }
+
+    func testHostileDataInOneFrameAboveWindow() {
+        var c = SessionConfig()
+        c.streamWindow = 100
+        var b = SessionCore(role: .responder, config: c)
+        b.linkUp(1, now: 0)
+        b.receive(.reliable(seq: 1, record: .streamOpen(stream: 1, name: "s")), on: 1, now: 0)
+        b.receive(.reliable(seq: 2, record: .streamData(stream: 1, bytes: [UInt8](repeating: 0, count: 101))), on: 1, now: 0)
+        let ev = events(&b)
+        XCTAssertEqual(SessionPair.violations(ev).count, 1)
+        XCTAssertFalse(ev.contains { if case .streamData = $0 { return true }; return false })
+    }
+
+    func testCreditReturnedAfterConsumed() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1024
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        try p.a.write([UInt8](repeating: 1, count: 1024), to: id, now: 0)
+        XCTAssertEqual(p.a.credit(of: id), 0)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 1024)
+        p.b.consumed(100, of: id, now: 0)  // below half the window: nothing yet
+        p.settle()
+        XCTAssertEqual(p.a.credit(of: id), 0)
+        p.b.consumed(500, of: id, now: 0)  // 600 in total
+        p.settle()
+        XCTAssertEqual(p.a.credit(of: id), 600)
+        XCTAssertEqual(p.eventsA.filter { $0 == .streamWritable(stream: id) }.count, 2)
+        try p.a.write([UInt8](repeating: 3, count: 600), to: id, now: 0)
+        p.settle()
+        XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 1624)
+    }
+
+    func testLongStreamWithFlowControl() throws {
+        var c = SessionConfig()
+        c.streamWindow = 4096
+        c.fragmentSize = 1000
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "bulk", now: 0)
+        p.settle()
+        let data = message(9, size: 100_000)
+        var offset = 0, consumedUpTo = 0
+        for _ in 0..<10_000 where offset < data.count || consumedUpTo < data.count {
+            let n = min(p.a.credit(of: id) ?? 0, data.count - offset)
+            if n > 0 { try p.a.write(Array(data[offset..<offset + n]), to: id, now: 0); offset += n }
+            p.settle()
+            let got = streamBytes(p.eventsB, id).count
+            if got > consumedUpTo { p.b.consumed(got - consumedUpTo, of: id, now: 0); consumedUpTo = got }
+            p.settle()
+        }
+        XCTAssertEqual(streamBytes(p.eventsB, id), data)
+        XCTAssertTrue(SessionPair.violations(p.eventsA + p.eventsB).isEmpty)
+    }
+
+    func testReceiverCancelsStream() throws {
+        let p = SessionPair()
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        p.b.close(stream: id, cancel: true, now: 0)
+        p.settle()
+        XCTAssertTrue(p.eventsA.contains(.streamClosed(stream: id, status: .cancelledByReceiver)))
+        XCTAssertNil(p.a.credit(of: id))
+        // Data already on its way after the cancel is dropped quietly.
+        p.b.receive(.reliable(seq: 2, record: .streamData(stream: id, bytes: [1])), on: 1, now: 0)
+        p.collect()
+        XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
+        XCTAssertEqual(streamBytes(p.eventsB, id), [])
+    }
+
+    func testSenderCancelsStream() throws {
+        let p = SessionPair()
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        p.a.close(stream: id, cancel: true, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsB.last, .streamClosed(stream: id, status: .cancelledBySender))
+    }
+
+    func testResourceTransfer() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1024
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let sha = (0..<32).map { UInt8($0) }
+        let content = message(3, size: 3000)
+        let id = try p.a.offerResource(name: "photo.jpg", size: 3000, sha256: sha, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsB, [.resourceOffered(stream: id, name: "photo.jpg", size: 3000, sha256: sha)])
+        XCTAssertThrowsError(try p.a.write([1], to: id, now: 0))  // no credit before acceptance
+        XCTAssertThrowsError(try p.b.acceptResource(id + 2, offset: 0, now: 0)) { XCTAssertEqual($0 as? SessionError, .unknownStream(id + 2)) }
+        try p.b.acceptResource(id, offset: 1000, now: 0)
+        XCTAssertThrowsError(try p.b.acceptResource(id, offset: 1000, now: 0))  // only once
+        p.settle()
+        XCTAssertEqual(p.eventsA, [.resourceAccepted(stream: id, offset: 1000)])
+        XCTAssertEqual(p.a.credit(of: id), 1024)
+        // Send the remaining 2000 bytes from the resume offset, within credit.
+        var offset = 1000, received = 0
+        while offset < content.count {
+            let n = min(p.a.credit(of: id) ?? 0, content.count - offset)
+            XCTAssertGreaterThan(n, 0)
+            try p.a.write(Array(content[offset..<offset + n]), to: id, now: 0)
+            offset += n
+            p.settle()
+            let got = streamBytes(p.eventsB, id).count
+            p.b.consumed(got - received, of: id, now: 0)
+            received = got
+            p.settle()
+        }
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, id), Array(content[1000...]))
+        XCTAssertEqual(p.eventsB.last, .streamClosed(stream: id, status: .finished))
+        XCTAssertFalse(p.eventsA.contains { if case .resourceResult = $0 { return true }; return false })
+        p.b.finishResource(id, ok: true, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsA.last, .resourceResult(stream: id, ok: true))
+        XCTAssertTrue(SessionPair.violations(p.eventsA + p.eventsB).isEmpty)
+        XCTAssertEqual(p.a.unacknowledgedBytes, 0)
+        XCTAssertEqual(p.b.unacknowledgedBytes, 0)
+    }
+
+    func testResourceRejectedByHash() throws {
+        let p = SessionPair()
+        p.up(1)
+        let id = try p.a.offerResource(name: "f", size: 1, sha256: [UInt8](repeating: 9, count: 32), now: 0)
+        p.settle()
+        try p.b.acceptResource(id, offset: 0, now: 0)
+        p.settle()
+        try p.a.write([42], to: id, now: 0)
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        p.b.finishResource(id, ok: false, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsA.last, .resourceResult(stream: id, ok: false))
+    }
+
+    func testResourceDataBeforeAcceptIsProtocolViolation() {
+        var b = SessionCore(role: .responder)
+        b.linkUp(1, now: 0)
+        b.receive(.reliable(seq: 1, record: .resourceOffer(stream: 1, size: 10, sha256: [UInt8](repeating: 0, count: 32), name: "r")), on: 1, now: 0)
+        _ = b.takeOutputs()
+        b.receive(.reliable(seq: 2, record: .streamData(stream: 1, bytes: [1, 2, 3])), on: 1, now: 0)
+        XCTAssertEqual(SessionPair.violations(events(&b)).count, 1)
+    }
+
+    func testStreamsSurviveLinkChange() throws {
+        var c = SessionConfig()
+        c.fragmentSize = 256
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        let data = message(4, size: 5000)
+        try p.a.write(data, to: id, now: 0)
+        p.run(limit: 5)
+        p.dropInFlight(on: 1)
+        p.down(1)
+        p.up(2)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, id), data)
+        XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
+    }
+}

@@ -1,0 +1,251 @@
+import XCTest
+@testable import PeerLinkWire
+
+final class FrameTests: XCTestCase {
+    static let sha: [UInt8] = (0..<32).map { UInt8($0 * 7 & 0xff) }
+
+    /// One or more samples of every frame and record case.
+    static let samples: [Frame] = [
+        .invite(id: 7, timeoutMillis: 30_000, context: [1, 2, 3]),
+        .invite(id: 0, timeoutMillis: 0, context: []),
+        .invite(id: .max, timeoutMillis: .max, context: [UInt8](repeating: 0xab, count: WireLimits.inviteContext)),
+        .inviteReply(id: 7, accepted: true),
+        .inviteReply(id: 8, accepted: false),
+        .reliable(seq: 1, record: .messagePart(final: true, bytes: bytes("hello"))),
+        .reliable(seq: 2, record: .messagePart(final: false, bytes: [])),
+        .reliable(seq: .max, record: .streamOpen(stream: 1, name: "chat")),
+        .reliable(seq: 3, record: .streamOpen(stream: 2, name: "")),
+        .reliable(seq: 4, record: .streamOpen(stream: 3, name: String(repeating: "n", count: WireLimits.name))),
+        .reliable(seq: 5, record: .streamData(stream: 3, bytes: [0, 1, 2, 255])),
+        .reliable(seq: 6, record: .streamData(stream: 3, bytes: [])),
+        .reliable(seq: 7, record: .streamCredit(stream: 3, bytes: 262_144)),
+        .reliable(seq: 8, record: .streamClose(stream: 3, status: .finished)),
+        .reliable(seq: 9, record: .streamClose(stream: 3, status: .cancelledBySender)),
+        .reliable(seq: 10, record: .streamClose(stream: 3, status: .cancelledByReceiver)),
+        .reliable(seq: 11, record: .resourceOffer(stream: 5, size: 1 << 40, sha256: sha, name: "photo – ü.jpg")),
+        .reliable(seq: 12, record: .resourceAccept(stream: 5, offset: 4096, credit: 65_536)),
+        .reliable(seq: 13, record: .resourceResult(stream: 5, ok: true)),
+        .reliable(seq: 14, record: .resourceResult(stream: 5, ok: false)),
+        .ack(upTo: 0),
+        .ack(upTo: .max),
+        .unreliable(payload: []),
+        .unreliable(payload: [9, 8, 7]),
+        .ping(token: 0x0102_0304_0506_0708),
+        .pong(token: 42),
+        .close(reason: .leaving, text: "bye"),
+        .close(reason: .unspecified, text: ""),
+        .close(reason: .protocolError, text: "bad frame"),
+        .close(reason: .tooLarge, text: String(repeating: "x", count: WireLimits.reasonText)),
+        .close(reason: .declined, text: "no"),
+        .close(reason: .duplicateLink, text: "dup"),
+        .close(reason: .timeout, text: "ⓣ"),
+    ]
+
+    /// Bytes before a trailing "rest of the frame" payload, or nil when the frame has none.
+    static func restHeader(_ f: Frame) -> Int? {
+        switch f {
+        case .unreliable: return 1
+        case .reliable(_, .messagePart): return 11
+        case .reliable(_, .streamData): return 14
+        default: return nil
+        }
+    }
+
+    func testRoundTripEveryCase() throws {
+        for f in Self.samples {
+            let enc = f.encode()
+            XCTAssertEqual(try Frame.decode(enc), f, "\(f)")
+            XCTAssertEqual(try Frame.decode(enc).encode(), enc)
+            if case .reliable(_, let r) = f {
+                XCTAssertEqual(enc[0], Frame.Kind.reliable.rawValue)
+                XCTAssertEqual(enc.count >= 10, true, "\(r)")
+            }
+        }
+    }
+
+    func testKnownEncodings() throws {
+        XCTAssertEqual(Frame.ack(upTo: 0x0102).encode(), [0x04, 0, 0, 0, 0, 0, 0, 0x01, 0x02])
+        XCTAssertEqual(Frame.inviteReply(id: 1, accepted: true).encode(), [0x02, 0, 0, 0, 1, 1])
+        XCTAssertEqual(Frame.unreliable(payload: [0xaa]).encode(), [0x05, 0xaa])
+        XCTAssertEqual(Frame.reliable(seq: 1, record: .messagePart(final: true, bytes: [0x41])).encode(),
+                       [0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0x01, 0x01, 0x41])
+        XCTAssertEqual(Frame.close(reason: .leaving, text: "ok").encode(), [0x08, 0x01, 0x00, 0x02, 0x6f, 0x6b])
+        XCTAssertEqual(Frame.invite(id: 2, timeoutMillis: 3, context: [9]).encode(),
+                       [0x01, 0, 0, 0, 2, 0, 0, 0, 3, 0, 1, 9])
+    }
+
+    func testEveryPrefixOfEveryFrameThrowsOrIsAShorterPayload() {
+        for f in Self.samples {
+            let enc = f.encode()
+            for n in 0..<enc.count {
+                let prefix = Array(enc.prefix(n))
+                do {
+                    let g = try Frame.decode(prefix)
+                    // Only frames ending in "the rest of the bytes" may decode from a prefix,
+                    // and only once their fixed header is complete.
+                    guard let h = Self.restHeader(f), n >= h else {
+                        XCTFail("prefix \(n)/\(enc.count) of \(f) decoded as \(g)")
+                        continue
+                    }
+                    XCTAssertEqual(g.encode(), prefix)
+                } catch let e as WireError {
+                    XCTAssertFalse(e.description.isEmpty)
+                    if let h = Self.restHeader(f) { XCTAssertLessThan(n, h, "\(f) prefix \(n): \(e)") }
+                } catch {
+                    XCTFail("non-wire error \(error)")
+                }
+            }
+        }
+    }
+
+    func testEmptyInputIsTruncated() {
+        let e = assertWireError(try Frame.decode([]))
+        XCTAssertEqual(e?.isTruncated, true)
+    }
+
+    func testOversizedFrameRejected() throws {
+        let max = [Frame.Kind.unreliable.rawValue] + [UInt8](repeating: 1, count: WireLimits.frame - 1)
+        XCTAssertEqual(try Frame.decode(max), .unreliable(payload: Array(max.dropFirst())))
+        let over = max + [1]
+        let e = assertWireError(try Frame.decode(over))
+        XCTAssertEqual(e, .limitExceeded(field: "frame size", value: WireLimits.frame + 1, limit: WireLimits.frame))
+        XCTAssertEqual(WireLimits.frame, 65519)
+    }
+
+    func testInviteContextLimit() {
+        var w = WireWriter()
+        w.u8(Frame.Kind.invite.rawValue); w.u32(1); w.u32(1000)
+        w.u16(UInt16(WireLimits.inviteContext + 1)); w.append([UInt8](repeating: 0, count: WireLimits.inviteContext + 1))
+        let e = assertWireError(try Frame.decode(w.bytes))
+        XCTAssertEqual(e?.isLimitExceeded, true)
+        // The limit is checked before the bytes are needed: a huge claimed length alone fails the same way.
+        var w2 = WireWriter()
+        w2.u8(Frame.Kind.invite.rawValue); w2.u32(1); w2.u32(1000); w2.u16(0xffff)
+        XCTAssertEqual(assertWireError(try Frame.decode(w2.bytes))?.isLimitExceeded, true)
+    }
+
+    func testNamesLongerThan255Rejected() {
+        let long = String(repeating: "a", count: WireLimits.name + 1)
+        let open = Frame.reliable(seq: 1, record: .streamOpen(stream: 1, name: long)).encode()
+        XCTAssertEqual(assertWireError(try Frame.decode(open))?.isLimitExceeded, true)
+        let offer = Frame.reliable(seq: 1, record: .resourceOffer(stream: 1, size: 1, sha256: Self.sha, name: long)).encode()
+        XCTAssertEqual(assertWireError(try Frame.decode(offer))?.isLimitExceeded, true)
+        // A close text above the limit on the wire is rejected too.
+        var w = WireWriter()
+        w.u8(Frame.Kind.close.rawValue); w.u8(1); w.string16(String(repeating: "c", count: 256))
+        XCTAssertEqual(assertWireError(try Frame.decode(w.bytes))?.isLimitExceeded, true)
+    }
+
+    func testCloseTextIsTruncatedOnEncode() throws {
+        let f = Frame.close(reason: .leaving, text: String(repeating: "z", count: 300))
+        XCTAssertEqual(try Frame.decode(f.encode()), .close(reason: .leaving, text: String(repeating: "z", count: 255)))
+    }
+
+    func testCloseTextTruncatedOnACharacterBoundary() throws {
+        // 200 × "é" is 400 bytes: the text is cut to whole characters within 255 bytes.
+        let f = Frame.close(reason: .leaving, text: String(repeating: "é", count: 200))
+        XCTAssertEqual(try Frame.decode(f.encode()), .close(reason: .leaving, text: String(repeating: "é", count: 127)))
+        let g = Frame.close(reason: .leaving, text: String(repeating: "a", count: 254) + "👍")
+        XCTAssertEqual(try Frame.decode(g.encode()), .close(reason: .leaving, text: String(repeating: "a", count: 254)))
+    }
+
+    func testOversizedInviteContextNeverProducesAMalformedFrame() throws {
+        let f = Frame.invite(id: 1, timeoutMillis: 1, context: [UInt8](repeating: 1, count: 70_000))
+        guard case let .invite(_, _, ctx) = try Frame.decode(f.encode()) else { return XCTFail() }
+        XCTAssertLessThanOrEqual(ctx.count, WireLimits.inviteContext)
+    }
+
+    func testInvalidUTF8NameRejected() {
+        var w = WireWriter()
+        w.u8(Frame.Kind.reliable.rawValue); w.u64(1); w.u8(Record.Kind.streamOpen.rawValue); w.u32(1)
+        w.u16(2); w.append([0xc3, 0x28])
+        let e = assertWireError(try Frame.decode(w.bytes))
+        XCTAssertEqual(e?.isInvalid, true)
+    }
+
+    func testUnknownFrameTypes() {
+        for t: UInt8 in [0x00, 0x09, 0x7f, 0xff] {
+            let e = assertWireError(try Frame.decode([t, 0, 0, 0, 0, 0, 0, 0, 0]))
+            XCTAssertEqual(e, .unknownType(context: "frame", value: t))
+        }
+    }
+
+    func testUnknownRecordTypes() {
+        for t: UInt8 in [0x00, 0x09, 0xff] {
+            var w = WireWriter()
+            w.u8(Frame.Kind.reliable.rawValue); w.u64(1); w.u8(t); w.append([0, 0, 0, 0, 0])
+            XCTAssertEqual(assertWireError(try Frame.decode(w.bytes)), .unknownType(context: "record", value: t))
+        }
+    }
+
+    func testUnknownStreamCloseStatus() {
+        var w = WireWriter()
+        w.u8(Frame.Kind.reliable.rawValue); w.u64(1); w.u8(Record.Kind.streamClose.rawValue); w.u32(1); w.u8(3)
+        XCTAssertEqual(assertWireError(try Frame.decode(w.bytes))?.isUnknownType, true)
+    }
+
+    func testUnknownCloseReasonDecodesAsUnspecified() throws {
+        var w = WireWriter()
+        w.u8(Frame.Kind.close.rawValue); w.u8(200); w.string16("why")
+        XCTAssertEqual(try Frame.decode(w.bytes), .close(reason: .unspecified, text: "why"))
+    }
+
+    func testBadBoolBytes() {
+        // inviteReply answer
+        XCTAssertEqual(assertWireError(try Frame.decode([0x02, 0, 0, 0, 1, 2]))?.isInvalid, true)
+        XCTAssertEqual(assertWireError(try Frame.decode([0x02, 0, 0, 0, 1, 0xff]))?.isInvalid, true)
+        // messagePart final flag
+        var w = WireWriter()
+        w.u8(0x03); w.u64(1); w.u8(Record.Kind.messagePart.rawValue); w.u8(2); w.append([1, 2])
+        XCTAssertEqual(assertWireError(try Frame.decode(w.bytes))?.isInvalid, true)
+        // resourceResult flag
+        var w2 = WireWriter()
+        w2.u8(0x03); w2.u64(1); w2.u8(Record.Kind.resourceResult.rawValue); w2.u32(1); w2.u8(2)
+        XCTAssertEqual(assertWireError(try Frame.decode(w2.bytes))?.isInvalid, true)
+    }
+
+    func testSequenceZeroRejected() {
+        var enc = Frame.reliable(seq: 1, record: .messagePart(final: true, bytes: [1])).encode()
+        enc[8] = 0
+        let e = assertWireError(try Frame.decode(enc))
+        XCTAssertEqual(e, .invalid(field: "sequence number", reason: "must start at 1"))
+    }
+
+    func testTrailingBytesRejected() {
+        for f in Self.samples where Self.restHeader(f) == nil {
+            let e = assertWireError(try Frame.decode(f.encode() + [0]), "\(f)")
+            XCTAssertEqual(e, .trailingBytes(1), "\(f)")
+            XCTAssertEqual(assertWireError(try Frame.decode(f.encode() + [1, 2, 3])), .trailingBytes(3))
+        }
+    }
+
+    func testRestPayloadsTakeTrailingBytes() throws {
+        XCTAssertEqual(try Frame.decode([0x05, 1, 2, 3]), .unreliable(payload: [1, 2, 3]))
+        let enc = Frame.reliable(seq: 1, record: .streamData(stream: 9, bytes: [1])).encode() + [2]
+        XCTAssertEqual(try Frame.decode(enc), .reliable(seq: 1, record: .streamData(stream: 9, bytes: [1, 2])))
+    }
+
+    func testResourceOfferNeedsFullHash() {
+        var w = WireWriter()
+        w.u8(0x03); w.u64(1); w.u8(Record.Kind.resourceOffer.rawValue); w.u32(1); w.u64(10)
+        w.append([UInt8](repeating: 1, count: 31))
+        XCTAssertEqual(assertWireError(try Frame.decode(w.bytes))?.isTruncated, true)
+    }
+
+    func testWireReaderNeverReadsPastEnd() throws {
+        var r = WireReader([1, 2, 3])
+        XCTAssertEqual(try r.u16("a"), 0x0102)
+        XCTAssertEqual(assertWireError(try r.u16("b")), .truncated(field: "b", needed: 2, available: 1))
+        XCTAssertEqual(assertWireError(try r.take(-1, "neg"))?.isTruncated, true)
+        XCTAssertEqual(try r.u8("c"), 3)
+        XCTAssertTrue(r.isAtEnd)
+        XCTAssertEqual(r.rest(), [])
+        XCTAssertEqual(assertWireError(try r.u64("d"))?.isTruncated, true)
+        var w = WireWriter()
+        w.u64(0x0102_0304_0506_0708); w.u32(0x0a0b_0c0d)
+        var r2 = WireReader(w.bytes)
+        XCTAssertEqual(try r2.u64("x"), 0x0102_0304_0506_0708)
+        XCTAssertEqual(try r2.u32("y"), 0x0a0b_0c0d)
+        try r2.expectEnd()
+    }
+}
