@@ -44,8 +44,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire"]),
-        .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore"]),
+        // Benchmarks: throughput and handshake time against baselines measured in the same run.
+        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "CPeerLinkSys"]),
+        // Test-only: reads the hex vectors of docs/PROTOCOL.md for both test targets below.
+        .target(name: "DocVectors", path: "Tests/DocVectors"),
+        .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors"]),
+        .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore", "DocVectors"]),
         // Test-only: exports dbus_bus_get_private so one test process can use several D-Bus
         // system buses (one per namespace host). Never linked into the library or the CLI.
         .target(

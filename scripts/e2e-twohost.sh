@@ -89,6 +89,7 @@ check "browser finds the advertiser with its discovery info" \
 pids+=($!)
 check "invitation with context is accepted" wait_for "$work/chat-a.out" '"accepted":true,"context":"hello from beta"' 15
 check "inviter reports connected" wait_for "$work/chat-b.out" '"state":"connected"' 10
+check "…after reporting connecting" grep -q '"state":"connecting"' "$work/chat-b.out"
 check "advertiser reports connected" wait_for "$work/chat-a.out" '"state":"connected"' 10
 echo "ping from beta" >&8
 check "message beta → alpha" wait_for "$work/chat-a.out" '"text":"ping from beta"' 10

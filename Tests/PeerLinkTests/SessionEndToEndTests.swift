@@ -3,26 +3,13 @@ import XCTest
 @testable import PeerLink
 
 final class SessionEndToEndTests: XCTestCase {
+    /// Alpha listens at memory address "node-a" (only alpha publishes), beta dials from "node-b".
     func memoryPair(config: SessionConfig = SessionConfig()) async throws -> (Pair, MemoryNetwork) {
         let net = MemoryNetwork()
-        let disc = MemoryDiscovery(addressOf: { "node-\($0.short)" })
-        let idA = Identity(), idB = Identity()
-        _ = (idA, idB)
-        // Addresses are assigned per node below, so build the pair by hand.
-        let a = try Node(identity: idA, displayName: "alpha", transports: [MemoryTransport(network: net, address: "node-\(idA.peerID.short)")])
-        let b = try Node(identity: idB, displayName: "beta", transports: [MemoryTransport(network: net, address: "node-\(idB.peerID.short)")])
-        let sa = Session(node: a, config: config), sb = Session(node: b, config: config)
-        let service = try ServiceType("test-svc")
-        let adv = Advertiser(node: a, service: service, info: try DiscoveryInfo(["role": "sensor"]), discovery: disc)
-        try await adv.start()
-        Task { for await inv in adv.invitations { inv.accept(into: sa) } }
-        let browser = Browser(node: b, service: service, discovery: disc)
-        try browser.start()
-        var found: PeerInfo?
-        for await e in browser.events { if case let .found(p) = e { found = p; break } }
-        let peerA = try XCTUnwrap(found)
-        try await browser.invite(peerA, to: sb, context: [1, 2, 3], timeout: 5)
-        return (Pair(a: a, b: b, sa: sa, sb: sb, peerA: peerA), net)
+        let pair = try await connectedPair(transportA: MemoryTransport(network: net, address: "node-a"),
+                                           transportB: MemoryTransport(network: net, address: "node-b"),
+                                           discovery: MemoryDiscovery(addressOf: { _ in "node-a" }), config: config)
+        return (pair, net)
     }
 
     func testReliableMessagesBothWaysInOrder() async throws {
@@ -109,7 +96,7 @@ final class SessionEndToEndTests: XCTestCase {
         config.deadAfter = 600
         let (p, net) = try await memoryPair(config: config)
         let start = Date()
-        net.cut("node-\(p.a.peerID.short)")
+        net.cut("node-a")
         async let a: PeerID = waitFor(p.sa) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
         async let b: PeerID = waitFor(p.sb) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
         let (pa, pb) = try await (a, b)
@@ -255,5 +242,28 @@ final class ResourceCancellationTests: XCTestCase {
         } catch let e as PeerLinkError {
             XCTAssertTrue("\(e)".contains("receiver cancelled"), "\(e)")
         }
+    }
+}
+
+final class PeerStateTests: XCTestCase {
+    func testInviterSeesConnectingThenNotConnectedWhenDeclined() async throws {
+        let net = MemoryNetwork()
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [MemoryTransport(network: net, address: "a")])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b")])
+        let adv = Advertiser(node: a, service: try ServiceType("states"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await inv in adv.invitations { inv.decline() } }
+        let sb = Session(node: b)
+        let states = Task { () -> [PeerState] in
+            var seen: [PeerState] = []
+            for await e in sb.events {
+                if case let .peerStateChanged(_, _, s) = e { seen.append(s); if s == .notConnected { break } }
+            }
+            return seen
+        }
+        let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
+        try? await b.invite(info, to: sb, timeout: 3)
+        let seen = await states.value
+        XCTAssertEqual(seen, [.connecting, .notConnected])
     }
 }

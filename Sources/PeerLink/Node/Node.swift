@@ -140,21 +140,29 @@ public actor Node {
                 continue
             }
             let id = UInt32.random(in: 1...UInt32.max)
+            let alreadyConnected = session.registry.channel(for: peer.peerID) != nil
+            if !alreadyConnected { session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .connecting)) }
+            func failed() {
+                if !alreadyConnected { session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .notConnected)) }
+            }
             link.send(.invite(id: id, timeoutMillis: UInt32(min(timeout, 300) * 1000), context: context))
             let reply: Frame?
             do {
                 reply = try await Node.receive(link, timeout: timeout + 2)
             } catch {
                 link.close()
+                failed()
                 throw PeerLinkError.invitationTimedOut(peer.peerID, seconds: timeout)
             }
             guard case let .inviteReply(rid, accepted)? = reply, rid == id else {
                 link.close()
+                failed()
                 if reply == nil { throw PeerLinkError.invitationTimedOut(peer.peerID, seconds: timeout) }
                 throw LinkError.protocolError("expected an answer to the invitation")
             }
             guard accepted else {
                 link.close()
+                failed()
                 throw PeerLinkError.invitationDeclined(peer.peerID)
             }
             await session.attach(link, initiator: true)

@@ -40,6 +40,9 @@ public final class FDConnection: MessageConnection, @unchecked Sendable {
 
     public var queuedBytes: Int { lock.withLock { queued } }
 
+    /// The socket itself, for baselines that bypass PeerLink (benchmarks). Do not close it.
+    public var rawDescriptor: Int32 { fd }
+
     public func enqueue(_ message: [UInt8]) {
         let bytes: [UInt8]
         if lengthPrefixed {
