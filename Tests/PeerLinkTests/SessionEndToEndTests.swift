@@ -267,3 +267,53 @@ final class PeerStateTests: XCTestCase {
         XCTAssertEqual(seen, [.connecting, .notConnected])
     }
 }
+
+final class SlowReaderTests: XCTestCase {
+    /// A receiver that stops reading events pauses the sender (bounded memory); once it reads
+    /// again, everything arrives, in order, nothing dropped.
+    func testSlowReaderPausesSenderAndLosesNothing() async throws {
+        let net = MemoryNetwork()
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [MemoryTransport(network: net, address: "a")])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b")])
+        var config = SessionConfig()
+        config.sendWindow = 64 * 1024
+        config.maxBacklog = 64 * 1024
+        let sa = Session(node: a, config: config, maxUnreadEvents: 100), sb = Session(node: b, config: config)
+        let adv = Advertiser(node: a, service: try ServiceType("slow"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
+        try await b.invite(info, to: sb, timeout: 5)
+
+        let total = 20_000
+        let progress = Counter()
+        let sender = Task {
+            for i in 0..<total {
+                try await sb.send(Array("\(i)".utf8) + [UInt8](repeating: 0, count: 100), to: [a.peerID])
+                progress.set(i + 1)
+            }
+        }
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let sentWhileNobodyReads = progress.value
+        XCTAssertLessThan(sentWhileNobodyReads, total, "the sender is paused while the receiver does not read")
+        XCTAssertLessThan(sa.unread.value, 2_000, "unread events stay bounded (window-sized), not \(sa.unread.value)")
+
+        var next = 0
+        for await e in sa.events {
+            guard case let .message(_, bytes, .reliable) = e else { continue }
+            let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            XCTAssertEqual(Int(text), next)
+            next += 1
+            if next == total { break }
+        }
+        try await sender.value
+        XCTAssertEqual(next, total)
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var v = 0
+    func set(_ n: Int) { lock.withLock { v = n } }
+    var value: Int { lock.withLock { v } }
+}

@@ -142,6 +142,7 @@ actor PeerChannel {
     // MARK: the core's outputs
 
     private func process() {
+        core.acknowledgementsPaused = session.readerIsBehind
         for output in core.takeOutputs() {
             switch output {
             case let .transmit(link, frame):

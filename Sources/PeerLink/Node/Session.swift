@@ -24,16 +24,49 @@ public final class Session: Sendable {
 
     public let node: Node
     public let config: SessionConfig
-    public let events: AsyncStream<Event>
+    /// Everything that happens in the session, in order. Nothing is dropped: while more than
+    /// `maxUnreadEvents` are waiting to be read, the session stops acknowledging reliable
+    /// data, so senders pause instead of this buffer growing without bound. One reader.
+    public let events: Events
+    /// Unread events above which senders are paused.
+    public let maxUnreadEvents: Int
     let continuation: AsyncStream<Event>.Continuation
+    let unread = EventCounter()
     let registry = ChannelRegistry()
 
     /// Creates an empty session for `node`.
-    public init(node: Node, config: SessionConfig = SessionConfig()) {
+    public init(node: Node, config: SessionConfig = SessionConfig(), maxUnreadEvents: Int = 4096) {
         self.node = node
         self.config = config
-        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(65536))
+        self.maxUnreadEvents = maxUnreadEvents
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+        self.continuation = continuation
+        self.events = Events(base: stream, unread: unread)
     }
+
+    /// The session's events; reading one lets the session acknowledge more data.
+    public struct Events: AsyncSequence, Sendable {
+        public typealias Element = Event
+        let base: AsyncStream<Event>
+        let unread: EventCounter
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            var inner: AsyncStream<Event>.AsyncIterator
+            let unread: EventCounter
+            public mutating func next() async -> Event? {
+                let e = await inner.next()
+                if e != nil { unread.decrement() }
+                return e
+            }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(inner: base.makeAsyncIterator(), unread: unread)
+        }
+    }
+
+    /// Whether readers are behind (used by channels to pause acknowledgements).
+    var readerIsBehind: Bool { unread.value > maxUnreadEvents }
 
     /// Peers with at least one live link.
     public func connectedPeers() async -> [PeerID] {
@@ -120,7 +153,19 @@ public final class Session: Sendable {
         registry.remove(channel)
     }
 
-    func emit(_ e: Event) { continuation.yield(e) }
+    func emit(_ e: Event) {
+        unread.increment()
+        continuation.yield(e)
+    }
+}
+
+/// Events emitted and not yet read.
+final class EventCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    func decrement() { lock.withLock { count -= 1 } }
+    var value: Int { lock.withLock { count } }
 }
 
 /// The channels of a session, by peer.

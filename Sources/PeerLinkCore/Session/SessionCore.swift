@@ -26,6 +26,11 @@ public struct SessionCore: Sendable {
     }
     private var links: [LinkID: LinkState] = [:]
     private var linkOrder: [LinkID] = []
+    /// While true, received reliable records are not acknowledged, so the sender stops once its
+    /// window is full: set it while the application is behind on consuming events (flow
+    /// control end to end). Frames are still read, so keepalives keep working.
+    public var acknowledgementsPaused = false
+
     /// The link chosen by policy to carry traffic; when nil or dead, the oldest live link.
     public var preferredLink: LinkID? { didSet { flush() } }
     /// The link that received the outbox's in-flight records.
@@ -281,7 +286,7 @@ public struct SessionCore: Sendable {
                 transmit(.ping(token: now), on: link, now: now)
             }
         }
-        if receivedSinceAck > 0, let link = activeLink { sendAck(on: link, now: now) }
+        if receivedSinceAck > 0, !acknowledgementsPaused, let link = activeLink { sendAck(on: link, now: now) }
     }
 
     // MARK: - Internals
@@ -359,7 +364,7 @@ public struct SessionCore: Sendable {
             }
         }
         // seq <= delivered: a duplicate after a link change; acknowledged, not delivered again.
-        if receivedSinceAck >= config.ackEvery { sendAck(on: link, now: now) }
+        if receivedSinceAck >= config.ackEvery, !acknowledgementsPaused { sendAck(on: link, now: now) }
     }
 
     private mutating func sendAck(on link: LinkID, now: UInt64) {
