@@ -58,7 +58,7 @@ struct ChatCommand: AsyncParsableCommand {
             let p = try await d.connect()
             names.set(p.peerID, p.displayName)
         } catch {
-            throw ValidationError("\(error)")
+            throw RuntimeFailure("\(error)")
         }
         let reconnector = Reconnector(d)
         Task {

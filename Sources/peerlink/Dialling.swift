@@ -25,7 +25,7 @@ final class Dialling: @unchecked Sendable {
         do {
             directory = try PeerDirectory(browser: browser, output: output)
         } catch {
-            throw ValidationError("cannot browse: \(error) (run `peerlink doctor`)")
+            throw RuntimeFailure("cannot browse: \(error) (run `peerlink doctor`)")
         }
         selector = PeerSelector(text: text)
         self.lookupTimeout = lookupTimeout

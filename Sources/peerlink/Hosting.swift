@@ -20,7 +20,7 @@ struct Hosting {
         do {
             try await adv.start()
         } catch {
-            throw ValidationError("cannot advertise: \(error) (run `peerlink doctor`)")
+            throw RuntimeFailure("cannot advertise: \(error) (run `peerlink doctor`)")
         }
         let h = Hosting(node: node, store: store, session: session, advertiser: adv, output: out)
         out.emit("advertising '\(service)' as \(node.displayName) [\(node.peerID)]",
@@ -43,7 +43,7 @@ struct Hosting {
                 if !accepted { output.note("declined invitation from \(who): not in the trust store (peerlink trust add \(inv.peer))") }
             } else {
                 stderrLine("Invitation from \(who)\(context.isEmpty ? "" : " saying '\(context)'"). Accept? [y]es / [n]o / [a]lways: ")
-                let answer = await LineReader.shared.next()?.lowercased().trimmingCharacters(in: .whitespaces) ?? ""
+                let answer = await LineReader.shared.next(prompt: true)?.lowercased().trimmingCharacters(in: .whitespaces) ?? ""
                 accepted = answer == "y" || answer == "yes" || answer == "a" || answer == "always"
                 if answer.hasPrefix("a") { try? store.trust(inv.peer, name: inv.displayName) }
             }

@@ -82,3 +82,9 @@ func progressJSON(_ p: ResourceProgress) -> [String: Any] {
     ["event": "progress", "peer": p.peer.description, "name": p.name, "direction": p.direction.rawValue,
      "completed": p.completed, "total": p.total, "resumedFrom": p.resumedFrom]
 }
+
+/// A failure while running (not a usage mistake): printed as "Error: …" without the usage text.
+struct RuntimeFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -41,7 +41,7 @@ struct SendCommand: AsyncParsableCommand {
         let d = try Dialling(node, peer: to, lookupTimeout: timeout, context: Array("send \(files.count) file(s)".utf8))
         let out = d.output
         let peer: PeerInfo
-        do { peer = try await d.connect() } catch { throw ValidationError("\(error)") }
+        do { peer = try await d.connect() } catch { throw RuntimeFailure("\(error)") }
         let names = NameBook()
         names.set(peer.peerID, peer.displayName)
         Task { for await e in d.session.events { printCommon(e, names: names, out: out, showMessages: false) } }
