@@ -159,6 +159,9 @@ func avahiErrorString(_ code: Int32) -> String {
 /// Validates a DNS-SD service type such as "_field-demo._tcp".
 func avahiValidateType(_ type: String) throws {
     guard avahi_is_valid_service_type_strict(type) != 0 else {
+        if type.hasPrefix("_"), let dot = type.firstIndex(of: "."), type.distance(from: type.startIndex, to: dot) == 2 {
+            throw AvahiError.invalidArgument("avahi-daemon refuses one-character service types such as \"\(type)\"; use a service type of 2-15 characters")
+        }
         throw AvahiError.invalidArgument("\"\(type)\" is not a DNS-SD service type like \"_name._tcp\" or \"_name._udp\"")
     }
 }
