@@ -14,6 +14,9 @@ actor PeerChannel {
     private var ended = false
     private var tickTask: Task<Void, Never>?
     private var waiters: [CheckedContinuation<Void, Never>] = []
+    /// The policy's current choice, and when each link came up (for its dwell time).
+    private var choice = LinkChoice()
+    private var upSince: [LinkID: UInt64] = [:]
 
     // Outgoing resources and streams
     private var accepted: [UInt32: UInt64] = [:]
@@ -49,8 +52,10 @@ actor PeerChannel {
     func add(_ link: SecureLink) {
         guard !ended else { link.close(); return }
         links[link.id] = link
+        upSince[link.id] = Clock.now()
         core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame))
         core.linkUp(link.id, now: Clock.now())
+        applyPolicy()
         session.emit(.linkChanged(peer, link: link.id, medium: link.medium, up: true, reason: "authenticated link to \(link.connection.remoteDescription)"))
         if state != .connected {
             state = .connected
@@ -103,6 +108,7 @@ actor PeerChannel {
         guard let link = links.removeValue(forKey: id) else { return }
         link.close()
         core.linkDown(id)
+        applyPolicy()
         session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: reason))
         process()
         if links.isEmpty { end(reason: reason) }
@@ -166,9 +172,11 @@ actor PeerChannel {
                 link.close()
                 session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
             }
+            applyPolicy()
             if links.isEmpty { end(reason: "no traffic for \(seconds) s") }
         case let .roundTrip(link, ms):
             session.emit(.roundTrip(peer, link: link, millis: ms))
+            if links.count > 1 { applyPolicy() }
         case let .streamOpened(id, name):
             let s = IncomingStream(peer: peer, name: name, id: id, channel: self)
             incomingStreams[id] = s
@@ -203,6 +211,28 @@ actor PeerChannel {
             core.leave(reason: .protocolError, text: why, now: Clock.now())
             process()
             end(reason: "protocol error: \(why)")
+        }
+    }
+
+    // MARK: link policy
+
+    /// Asks the session's policy which link carries traffic now and tells the core. Today one
+    /// carrier serves every role (the policy's reliable carrier); per-role carriers need
+    /// separate sequence spaces in the core.
+    private func applyPolicy() {
+        let now = Clock.now()
+        let metrics = links.values.map { l in
+            LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: now - (upSince[l.id] ?? now),
+                        rttMillis: core.roundTrip(of: l.id))
+        }
+        let next = session.policy.choose(metrics, previous: choice)
+        let before = choice.carrier[.reliable]
+        choice = next
+        upSince = upSince.filter { links[$0.key] != nil }
+        let carrier = next.carrier[.reliable]
+        if core.preferredLink != carrier { core.preferredLink = carrier }
+        if carrier != before, let carrier {
+            session.emit(.carrierChanged(peer, link: carrier, reason: next.reason[.reliable] ?? ""))
         }
     }
 
@@ -449,11 +479,12 @@ actor PeerChannel {
 
     func snapshot() -> PeerLinks {
         let active = core.activeLink
+        let why = choice.reason[.reliable] ?? "oldest live link"
         let list = links.values.sorted { $0.id < $1.id }.map { l in
             LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
                          rttMillis: core.roundTrip(of: l.id),
                          carries: l.id == active ? ["control", "reliable", "bulk", "unreliable"] : [],
-                         reason: l.id == active ? "oldest live link" : "standby")
+                         reason: l.id == active ? why : "standby (\(session.policy.kind.rawValue) prefers link \(active.map(String.init) ?? "none"))")
         }
         return PeerLinks(peer: peer, displayName: displayName, state: state, links: list)
     }

@@ -18,12 +18,16 @@ public final class Session: Sendable {
         case streamOpened(IncomingStream)
         /// A link to a peer came up or went away, with the reason.
         case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: String)
+        /// The link policy moved the peer's traffic to `link`, for `reason`.
+        case carrierChanged(PeerID, link: LinkID, reason: String)
         /// A keepalive measured a link's round trip.
         case roundTrip(PeerID, link: LinkID, millis: UInt64)
     }
 
     public let node: Node
     public let config: SessionConfig
+    /// Which of a peer's links carries its traffic (see LinkPolicy).
+    public let policy: LinkPolicy
     /// Everything that happens in the session, in order. Nothing is dropped: while more than
     /// `maxUnreadEvents` are waiting to be read, the session stops acknowledging reliable
     /// data, so senders pause instead of this buffer growing without bound. One reader.
@@ -35,8 +39,10 @@ public final class Session: Sendable {
     let registry = ChannelRegistry()
 
     /// Creates an empty session for `node`.
-    public init(node: Node, config: SessionConfig = SessionConfig(), maxUnreadEvents: Int = 4096) {
+    public init(node: Node, config: SessionConfig = SessionConfig(), policy: LinkPolicy = LinkPolicy(),
+                maxUnreadEvents: Int = 4096) {
         self.node = node
+        self.policy = policy
         self.config = config
         self.maxUnreadEvents = maxUnreadEvents
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)

@@ -40,14 +40,14 @@ public final class MemoryNetwork: @unchecked Sendable {
 
     func unregister(_ address: String) { lock.withLock { _ = listeners.removeValue(forKey: address) } }
 
-    func connect(from: String, to address: String) throws -> MessageConnection {
+    func connect(from: String, to address: String, medium: Medium = .memory) throws -> MessageConnection {
         let (handler, cond): ((@Sendable (MessageConnection) -> Void)?, MemoryLinkConditions) = lock.withLock {
             (listeners[address], _conditions[address] ?? MemoryLinkConditions())
         }
         guard let handler else { throw TransportError.system(operation: "connect to memory://\(address)", errno: ECONNREFUSED) }
         let ab = MemoryPipe(conditions: cond), ba = MemoryPipe(conditions: cond)
-        let client = MemoryConnection(send: ab, receive: ba, remote: address)
-        let server = MemoryConnection(send: ba, receive: ab, remote: from)
+        let client = MemoryConnection(send: ab, receive: ba, remote: address, medium: medium)
+        let server = MemoryConnection(send: ba, receive: ab, remote: from, medium: medium)
         lock.withLock { pipes[address, default: []].append(contentsOf: [client, server]) }
         handler(server)
         return client
@@ -65,14 +65,16 @@ public final class MemoryNetwork: @unchecked Sendable {
     }
 }
 
-/// In-memory transport: addresses are plain names on a `MemoryNetwork`.
+/// In-memory transport: addresses are plain names on a `MemoryNetwork`. It can stand in for
+/// another medium (`emulating: .rfcomm`), so link-policy tests can build a "Bluetooth" and a
+/// "Wi-Fi" link with exactly the properties they want.
 public struct MemoryTransport: Transport {
-    public let medium = Medium.memory
+    public let medium: Medium
     public let network: MemoryNetwork
     public let address: String
 
-    public init(network: MemoryNetwork, address: String) {
-        self.network = network; self.address = address
+    public init(network: MemoryNetwork, address: String, emulating medium: Medium = .memory) {
+        self.network = network; self.address = address; self.medium = medium
     }
 
     public func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener {
@@ -81,7 +83,7 @@ public struct MemoryTransport: Transport {
     }
 
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
-        try network.connect(from: address, to: endpoint.host)
+        try network.connect(from: address, to: endpoint.host, medium: medium)
     }
 }
 
@@ -166,13 +168,13 @@ final class MemoryPipe: @unchecked Sendable {
 
 /// One end of an in-memory link.
 final class MemoryConnection: MessageConnection, @unchecked Sendable {
-    let medium = Medium.memory
+    let medium: Medium
     let remoteDescription: String
     private let out: MemoryPipe
     private let inbound: MemoryPipe
 
-    init(send: MemoryPipe, receive: MemoryPipe, remote: String) {
-        out = send; inbound = receive; remoteDescription = "memory://\(remote)"
+    init(send: MemoryPipe, receive: MemoryPipe, remote: String, medium: Medium) {
+        out = send; inbound = receive; remoteDescription = "memory://\(remote)"; self.medium = medium
     }
 
     func enqueue(_ message: [UInt8]) { out.push(message) }

@@ -1,0 +1,141 @@
+/// What a link is used for.
+public enum LinkRole: String, Sendable, CaseIterable, Codable {
+    /// Keepalives, acknowledgements, invitations: small and urgent.
+    case control
+    /// Reliable application messages.
+    case reliable
+    /// Resources and streams: large transfers.
+    case bulk
+    /// Unreliable messages.
+    case unreliable
+}
+
+/// The kind of radio under a link, as far as policy cares.
+public enum LinkClass: String, Sendable, Codable {
+    case bluetooth, ip, other
+}
+
+/// What the policy knows about one link. All fields are measurements or facts; nothing here
+/// is a decision.
+public struct LinkMetrics: Sendable, Equatable {
+    public var id: LinkID
+    public var linkClass: LinkClass
+    /// Milliseconds since the link came up.
+    public var age: UInt64
+    /// Last measured round-trip time, if any.
+    public var rttMillis: UInt64?
+    /// Fraction of probes or packets lost recently (0…1).
+    public var loss: Double
+    /// Estimated bytes per second, if measured.
+    public var throughput: Double?
+
+    public init(id: LinkID, linkClass: LinkClass, age: UInt64 = 0, rttMillis: UInt64? = nil, loss: Double = 0, throughput: Double? = nil) {
+        self.id = id; self.linkClass = linkClass; self.age = age; self.rttMillis = rttMillis; self.loss = loss; self.throughput = throughput
+    }
+}
+
+/// Which link carries each role, and why.
+public struct LinkChoice: Sendable, Equatable {
+    public var carrier: [LinkRole: LinkID] = [:]
+    public var reason: [LinkRole: String] = [:]
+    public init() {}
+}
+
+/// A pure function from link state to link choice; see docs/LINK-POLICY.md for the rules.
+public struct LinkPolicy: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable, Codable {
+        case bluetoothFirst = "bluetooth-first", wifiFirst = "wifi-first", lowestLatency = "lowest-latency"
+        case bluetoothOnly = "bluetooth-only", ipOnly = "ip-only"
+    }
+
+    public var kind: Kind
+    /// A link losing more than this is used only when nothing better is up.
+    public var lossLimit = 0.2
+    /// A carrier is kept unless the new best link has been up this long (no flapping).
+    public var dwellMillis: UInt64 = 3000
+    /// …and is at least this much better by the role's measure (0.25 = 25 %).
+    public var margin = 0.25
+
+    public init(_ kind: Kind = .bluetoothFirst) { self.kind = kind }
+
+    /// Chooses a carrier per role among `links` (the live ones), keeping `previous` carriers
+    /// that are still fine (hysteresis).
+    public func choose(_ links: [LinkMetrics], previous: LinkChoice = LinkChoice()) -> LinkChoice {
+        var out = LinkChoice()
+        let allowed = links.filter { admits($0.linkClass) }
+        guard !allowed.isEmpty else {
+            let why = links.isEmpty ? "no live link" : "no link allowed by \(kind.rawValue) (live: \(links.map(\.linkClass.rawValue).joined(separator: ", ")))"
+            for role in LinkRole.allCases { out.reason[role] = why }
+            return out
+        }
+        for role in LinkRole.allCases {
+            let ranked = rank(allowed, for: role)
+            guard let best = ranked.first else { continue }
+            if let prev = previous.carrier[role], prev != best.link.id,
+               let kept = ranked.first(where: { $0.link.id == prev }), !kept.demoted,
+               !clearlyBetter(best, than: kept) {
+                out.carrier[role] = prev
+                out.reason[role] = "kept: \(kept.why) (hysteresis: the better link must be up \(dwellMillis) ms and \(Int(margin * 100))% better)"
+            } else {
+                out.carrier[role] = best.link.id
+                out.reason[role] = best.why
+            }
+        }
+        return out
+    }
+
+    private func admits(_ c: LinkClass) -> Bool {
+        switch kind {
+        case .bluetoothOnly: return c == .bluetooth
+        case .ipOnly: return c == .ip || c == .other
+        default: return true
+        }
+    }
+
+    struct Ranked {
+        let link: LinkMetrics
+        let demoted: Bool
+        let tier: Int          // lower is preferred
+        let measure: Double    // lower is better within a tier
+        let why: String
+    }
+
+    private func rank(_ links: [LinkMetrics], for role: LinkRole) -> [Ranked] {
+        links.map { l in
+            let demoted = l.loss > lossLimit
+            let rtt = Double(l.rttMillis ?? 10_000)
+            let speed = l.throughput ?? (l.linkClass == .ip ? 10_000_000 : l.linkClass == .bluetooth ? 100_000 : 1_000_000)
+            var tier: Int
+            var measure: Double
+            var why: String
+            switch (kind, role) {
+            case (.lowestLatency, _):
+                tier = 0; measure = rtt; why = "lowest round-trip time (\(l.rttMillis.map { "\($0) ms" } ?? "not measured"))"
+            case (.bluetoothFirst, .bulk), (.wifiFirst, .bulk), (.bluetoothOnly, .bulk), (.ipOnly, .bulk):
+                tier = 0; measure = 1 / speed; why = "fastest link for bulk (\(Int(speed / 1000)) kB/s)"
+            case (.bluetoothFirst, _):
+                tier = l.linkClass == .bluetooth ? 0 : 1; measure = rtt
+                why = l.linkClass == .bluetooth ? "Bluetooth first" : "fallback: no usable Bluetooth link"
+            case (.wifiFirst, _):
+                tier = l.linkClass == .bluetooth ? 1 : 0; measure = rtt
+                why = l.linkClass == .bluetooth ? "fallback: no usable Wi-Fi/IP link" : "Wi-Fi first"
+            case (.bluetoothOnly, _), (.ipOnly, _):
+                tier = 0; measure = rtt; why = "only \(kind == .bluetoothOnly ? "Bluetooth" : "IP") links allowed"
+            }
+            if demoted {
+                tier += 10
+                why += "; loss \(Int(l.loss * 100))% above \(Int(lossLimit * 100))%, last resort"
+            }
+            return Ranked(link: l, demoted: demoted, tier: tier, measure: measure, why: why)
+        }
+        .sorted { ($0.tier, $0.measure, $0.link.id) < ($1.tier, $1.measure, $1.link.id) }
+    }
+
+    /// Whether `best` should replace the current carrier `kept`.
+    private func clearlyBetter(_ best: Ranked, than kept: Ranked) -> Bool {
+        guard best.link.age >= dwellMillis else { return false }
+        if best.tier < kept.tier { return true }
+        if best.tier > kept.tier { return false }
+        return best.measure < kept.measure * (1 - margin)
+    }
+}

@@ -1,0 +1,78 @@
+import XCTest
+@testable import PeerLinkCore
+
+final class LinkPolicyTests: XCTestCase {
+    let bt = LinkMetrics(id: 1, linkClass: .bluetooth, age: 60_000, rttMillis: 40, throughput: 90_000)
+    let wifi = LinkMetrics(id: 2, linkClass: .ip, age: 60_000, rttMillis: 5, throughput: 5_000_000)
+
+    func testBluetoothFirstKeepsMessagesOnBluetoothAndBulkOnWifi() {
+        let c = LinkPolicy(.bluetoothFirst).choose([bt, wifi])
+        XCTAssertEqual(c.carrier[.control], 1)
+        XCTAssertEqual(c.carrier[.reliable], 1)
+        XCTAssertEqual(c.carrier[.unreliable], 1)
+        XCTAssertEqual(c.carrier[.bulk], 2)
+        XCTAssertEqual(c.reason[.reliable], "Bluetooth first")
+        XCTAssertTrue(c.reason[.bulk]?.contains("fastest") ?? false)
+    }
+
+    func testFallbackWhenBluetoothDiesAndBackWithHysteresis() {
+        let p = LinkPolicy(.bluetoothFirst)
+        let first = p.choose([bt, wifi])
+        let wifiOnly = p.choose([wifi], previous: first)
+        XCTAssertEqual(wifiOnly.carrier[.reliable], 2)
+        XCTAssertTrue(wifiOnly.reason[.reliable]?.contains("fallback") ?? false)
+        // Bluetooth returns: not taken back until it has been up for the dwell time.
+        var fresh = bt; fresh.age = 500
+        let early = p.choose([fresh, wifi], previous: wifiOnly)
+        XCTAssertEqual(early.carrier[.reliable], 2)
+        XCTAssertTrue(early.reason[.reliable]?.hasPrefix("kept") ?? false)
+        fresh.age = 3500
+        XCTAssertEqual(p.choose([fresh, wifi], previous: early).carrier[.reliable], 1)
+    }
+
+    func testWifiFirstAndOnlyPolicies() {
+        XCTAssertEqual(LinkPolicy(.wifiFirst).choose([bt, wifi]).carrier[.reliable], 2)
+        XCTAssertEqual(LinkPolicy(.wifiFirst).choose([bt]).carrier[.reliable], 1)
+        XCTAssertEqual(LinkPolicy(.bluetoothOnly).choose([bt, wifi]).carrier[.bulk], 1)
+        let none = LinkPolicy(.bluetoothOnly).choose([wifi])
+        XCTAssertNil(none.carrier[.reliable])
+        XCTAssertTrue(none.reason[.reliable]?.contains("no link allowed by bluetooth-only") ?? false)
+        XCTAssertEqual(LinkPolicy(.ipOnly).choose([bt, wifi]).carrier[.control], 2)
+    }
+
+    func testLowestLatencyWithMarginAgainstFlapping() {
+        let p = LinkPolicy(.lowestLatency)
+        let a = LinkMetrics(id: 1, linkClass: .ip, age: 10_000, rttMillis: 10)
+        var b = LinkMetrics(id: 2, linkClass: .bluetooth, age: 10_000, rttMillis: 9)
+        let c1 = p.choose([a, b])
+        XCTAssertEqual(c1.carrier[.reliable], 2)
+        // a becomes slightly better: within the 25 % margin, the carrier stays.
+        b.rttMillis = 11
+        XCTAssertEqual(p.choose([a, b], previous: c1).carrier[.reliable], 2)
+        b.rttMillis = 30
+        XCTAssertEqual(p.choose([a, b], previous: c1).carrier[.reliable], 1)
+    }
+
+    func testLossyLinkIsLastResortAndLeftAtOnce() {
+        let p = LinkPolicy(.bluetoothFirst)
+        var lossy = bt; lossy.loss = 0.3
+        let c = p.choose([lossy, wifi], previous: p.choose([bt, wifi]))
+        XCTAssertEqual(c.carrier[.reliable], 2, "a demoted carrier is not kept by hysteresis")
+        XCTAssertTrue(c.reason[.reliable]?.contains("fallback") ?? false)
+        XCTAssertEqual(p.choose([lossy]).carrier[.reliable], 1, "still used when it is all there is")
+        XCTAssertTrue(p.choose([lossy]).reason[.reliable]?.contains("last resort") ?? false)
+    }
+
+    func testNoLinks() {
+        let c = LinkPolicy().choose([])
+        XCTAssertTrue(c.carrier.isEmpty)
+        XCTAssertEqual(c.reason[.control], "no live link")
+    }
+
+    func testDeterministic() {
+        let p = LinkPolicy(.lowestLatency)
+        let x = LinkMetrics(id: 7, linkClass: .ip, age: 0), y = LinkMetrics(id: 3, linkClass: .ip, age: 0)
+        XCTAssertEqual(p.choose([x, y]).carrier[.reliable], 3, "ties break on the lower link id")
+        XCTAssertEqual(p.choose([y, x]), p.choose([x, y]))
+    }
+}
