@@ -16,8 +16,18 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Media to use: ip (TCP over mDNS/DNS-SD). Bluetooth is not available yet.")
     var media: String = "ip"
 
+    @Option(name: .long, help: "Link policy when a peer has several links: bluetooth-first, wifi-first, lowest-latency, bluetooth-only, ip-only.")
+    var policy: String = LinkPolicy.Kind.bluetoothFirst.rawValue
+
     @Flag(name: .long, help: "Print one JSON object per line instead of text.")
     var json = false
+
+    func linkPolicy() throws -> LinkPolicy {
+        guard let kind = LinkPolicy.Kind(rawValue: policy) else {
+            throw ValidationError("--policy '\(policy)' is not known; use one of: " + LinkPolicy.Kind.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return LinkPolicy(kind)
+    }
 
     func validateMedia() throws {
         switch media {

@@ -20,7 +20,7 @@ final class Dialling: @unchecked Sendable {
         let (n, _) = try options.makeNode()
         node = n
         output = Output(json: options.json)
-        session = Session(node: n, config: config)
+        session = Session(node: n, config: config, policy: try options.linkPolicy())
         let browser = Browser(node: n, service: service, discovery: AvahiDiscovery())
         do {
             directory = try PeerDirectory(browser: browser, output: output)

@@ -15,7 +15,7 @@ struct Hosting {
         let service = try options.serviceType()
         let (node, store) = try options.makeNode()
         let out = Output(json: options.json)
-        let session = Session(node: node, config: config)
+        let session = Session(node: node, config: config, policy: try options.linkPolicy())
         let adv = Advertiser(node: node, service: service, info: info, discovery: AvahiDiscovery())
         do {
             try await adv.start()
