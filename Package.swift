@@ -31,10 +31,13 @@ let package = Package(
             pkgConfig: "avahi-client",
             providers: [.apt(["libavahi-client-dev"])]
         ),
+        // BlueZ kernel socket API (RFCOMM/L2CAP sockaddrs, L2CAP options) for the Bluetooth
+        // transports; needs libbluetooth-dev's headers at build time only.
+        .target(name: "CBlueZ"),
         // I/O edges and the public async API.
         .target(
             name: "PeerLink",
-            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi", "CPeerLinkSys"]
+            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi", "CPeerLinkSys", "CBlueZ"]
         ),
         .executableTarget(
             name: "peerlink",

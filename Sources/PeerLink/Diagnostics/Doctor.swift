@@ -139,8 +139,9 @@ public enum Doctor {
         let running = processRunning("bluetoothd")
         checks.append(DoctorCheck(name: "bluetoothd", ok: running, detail: running ? "running" : "not running",
                                   fix: running ? nil : "apt-get install bluez, then systemctl start bluetooth"))
-        checks.append(DoctorCheck(name: "PeerLink Bluetooth transport", ok: false,
-                                  detail: "not implemented in this version (RFCOMM/L2CAP transports are planned)", fix: "use --media ip for now"))
+        checks.append(DoctorCheck(name: "PeerLink Bluetooth discovery", ok: false,
+                                  detail: "RFCOMM and L2CAP transports exist (library), but discovery over BlueZ D-Bus is not implemented yet, so the CLI cannot find peers over Bluetooth",
+                                  fix: "use --media ip for now"))
         return MediumReport(medium: "bluetooth", usable: checks.allSatisfy(\.ok), checks: checks)
     }
 
