@@ -71,3 +71,37 @@ struct IPSocketAddress {
         }
     }
 }
+
+/// A socket bound to `host`:`port` ("::" = every address, dual-stack, falling back to IPv4 in
+/// a namespace without IPv6), with the port actually bound. The caller owns `fd`.
+struct BoundSocket {
+    let fd: Int32
+    let family: Int32
+    let port: UInt16
+
+    init(host: String, port: UInt16, type: Int32, protocolName: String, reuseAddress: Bool) throws {
+        var address = try IPSocketAddress(host: host, port: port)
+        var fd = socket(address.family, type | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0, address.family == AF_INET6, host == "::" {
+            address = try IPSocketAddress(host: "0.0.0.0", port: port)
+            fd = socket(AF_INET, type | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+        guard fd >= 0 else { throw TransportError.system(operation: "socket for \(protocolName)", errno: errno) }
+        var one: Int32 = 1, zero: Int32 = 0
+        if reuseAddress { _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        if address.family == AF_INET6 {
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size))
+        }
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw TransportError.system(operation: "bind \(protocolName) port \(port) on \(host)", errno: e)
+        }
+        var st = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &st) { p in p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) } }
+        self.fd = fd
+        self.family = address.family
+        self.port = IPSocketAddress(storage: st, length: len).port
+    }
+}

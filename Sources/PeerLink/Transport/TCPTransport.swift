@@ -71,36 +71,14 @@ final class TCPListener: TransportListener, @unchecked Sendable {
     private var closed = false
 
     init(host: String, port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws {
-        var address = try IPSocketAddress(host: host, port: port)
-        var fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        if fd < 0, address.family == AF_INET6, host == "::" {
-            // No IPv6 in this network namespace: fall back to IPv4 on all interfaces.
-            address = try IPSocketAddress(host: "0.0.0.0", port: port)
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        }
-        guard fd >= 0 else { throw TransportError.system(operation: "socket for TCP listener", errno: errno) }
-        var one: Int32 = 1, zero: Int32 = 0
-        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if address.family == AF_INET6 {
-            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size))
-        }
-        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
+        let bound = try BoundSocket(host: host, port: port, type: Int32(SOCK_STREAM.rawValue), protocolName: "TCP", reuseAddress: true)
+        guard Glibc.listen(bound.fd, 64) == 0 else {
             let e = errno
-            Glibc.close(fd)
-            throw TransportError.system(operation: "bind TCP port \(port) on \(host)", errno: e)
-        }
-        guard Glibc.listen(fd, 64) == 0 else {
-            let e = errno
-            Glibc.close(fd)
+            Glibc.close(bound.fd)
             throw TransportError.system(operation: "listen on TCP port \(port)", errno: e)
         }
-        var st = sockaddr_storage()
-        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        withUnsafeMutablePointer(to: &st) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
-        }
-        self.fd = fd
-        self.port = IPSocketAddress(storage: st, length: len).port
+        self.fd = bound.fd
+        self.port = bound.port
         let thread = Thread { [self] in acceptLoop(onConnection) }
         thread.name = "peerlink.tcp.accept"
         thread.start()

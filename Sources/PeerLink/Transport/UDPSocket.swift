@@ -17,28 +17,10 @@ public final class UDPSocket: @unchecked Sendable {
 
     /// Binds `host` ("::" for all addresses, dual-stack, falling back to IPv4) on `port` (0: any).
     public init(bindHost: String = "::", port: UInt16 = 0) throws {
-        var address = try IPSocketAddress(host: bindHost, port: port)
-        var fd = socket(address.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        if fd < 0, address.family == AF_INET6, bindHost == "::" {
-            address = try IPSocketAddress(host: "0.0.0.0", port: port)
-            fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        }
-        guard fd >= 0 else { throw TransportError.system(operation: "socket for UDP", errno: errno) }
-        var zero: Int32 = 0
-        if address.family == AF_INET6 {
-            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size))
-        }
-        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw TransportError.system(operation: "bind UDP port \(port) on \(bindHost)", errno: e)
-        }
-        var st = sockaddr_storage()
-        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        withUnsafeMutablePointer(to: &st) { p in p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) } }
-        self.fd = fd
-        self.localFamily = address.family
-        self.port = IPSocketAddress(storage: st, length: len).port
+        let bound = try BoundSocket(host: bindHost, port: port, type: Int32(SOCK_DGRAM.rawValue), protocolName: "UDP", reuseAddress: false)
+        self.fd = bound.fd
+        self.localFamily = bound.family
+        self.port = bound.port
         let t = Thread { [self] in receiveLoop() }
         t.name = "peerlink.udp"
         t.start()
