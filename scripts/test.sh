@@ -2,7 +2,8 @@
 # PeerLink's whole test suite, on a fresh Debian 12 machine (run as root):
 #   1. installs packages (scripts/setup.sh), builds everything
 #   2. unit and loopback tests, and the Avahi tests in namespaces (swift test)
-#   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh)
+#   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh),
+#      and the CLI's answers to bad input (scripts/cli-checks.sh)
 #   4. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   5. the Bluetooth lab smoke suite in a VM (scripts/bt-lab.sh smoke), unless PEERLINK_SKIP_BT_LAB=1
 #   6. PeerLink nodes over RFCOMM and L2CAP in the VM (scripts/test-bt.sh), same condition
@@ -45,6 +46,11 @@ timeout --kill-after=10 300 "$here/e2e-twohost.sh" "$(swift build --show-bin-pat
 line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/e2e.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e"); else
     set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("e2e"); fi
+
+step "CLI: bad input gets a clear error"
+timeout --kill-after=10 120 "$here/cli-checks.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/cli.log" | grep -vE "^ok "
+line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/cli.log" | tail -1)
+if [ -z "$line" ]; then add 0 1; steps_failed+=("cli"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("cli"); fi
 
 if [ -x "$here/fuzz.sh" ]; then
     step "fuzzing (${FUZZ_SECONDS} s per target)"

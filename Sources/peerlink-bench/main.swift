@@ -1,8 +1,10 @@
-// peerlink-bench: loopback figures for PeerLink, each printed as a ratio to a baseline
-// measured in the same run (a raw TCP socket, and iperf3 when installed). Not a test: it
-// checks nothing, it measures.
+// peerlink-bench: PeerLink throughput, each figure printed as a ratio to a baseline measured
+// in the same run. Not a test: it checks nothing, it measures.
 //
-//   swift run -c release peerlink-bench [MEGABYTES]   (default 64)
+//   swift run -c release peerlink-bench [MEGABYTES]       loopback TCP vs a raw socket and iperf3
+//   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB]   inside the Bluetooth lab (scripts/bench-bt.sh):
+//       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
+//       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
 import CPeerLinkSys
 import Foundation
 import PeerLink
@@ -10,7 +12,8 @@ import PeerLink
 import Glibc
 #endif
 
-let megabytes = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 64
+let arguments = Array(CommandLine.arguments.dropFirst())
+let megabytes = arguments.first.flatMap(Int.init) ?? 64
 let totalBytes = megabytes * 1024 * 1024
 peerlink_line_buffer_stdout()
 
@@ -141,6 +144,10 @@ func handshakes(n: Int) async throws -> (raw: Double, noise: Double) {
     return (raw / Double(n), noise / Double(n))
 }
 
+if arguments.first == "bluetooth" {
+    try await bluetoothBenchmark(Array(arguments.dropFirst()))
+    exit(0)
+}
 print("PeerLink loopback benchmark, \(megabytes) MiB per transfer, \(ProcessInfo.processInfo.activeProcessorCount) cores")
 let rawSeconds = try await rawTCP(bytes: totalBytes)
 let raw = mbps(totalBytes, rawSeconds)
@@ -168,5 +175,82 @@ final class OneShotDouble: @unchecked Sendable {
             let now: Bool = lock.withLock { if done { return true }; waiter = c; return false }
             if now { c.resume() }
         }
+    }
+}
+
+/// Session throughput between two nodes over a Bluetooth transport, in MB/s (10^6 bytes/s,
+/// as baseline.sh reports), timed at the receiver from the first to the last byte.
+func bluetoothSession(listener: Transport, dialler: Transport, medium: Medium, remote: String,
+                      bytes: Int, fragment: Int) async throws -> Double {
+    var config = SessionConfig()
+    config.fragmentSize = fragment
+    let a = try Node(identity: Identity(), displayName: "bench-rx", transports: [listener])
+    let b = try Node(identity: Identity(), displayName: "bench-tx", transports: [dialler])
+    let sa = Session(node: a, config: config), sb = Session(node: b, config: config)
+    let adv = Advertiser(node: a, service: try ServiceType("bench-bt"), discovery: MemoryDiscovery())
+    try await adv.start()
+    Task { for await i in adv.invitations { i.accept(into: sa) } }
+    guard let port = try await a.start()[medium] else { throw TransportError.closed }
+    let info = PeerInfo(peerID: a.peerID, displayName: "bench-rx", info: [:], endpoints: [TransportEndpoint(medium: medium, host: remote, port: port)])
+    try await b.invite(info, to: sb, timeout: 30)
+    let size = 32 * 1024
+    let count = max(1, bytes / size)
+    let done = Task { () -> Double in
+        var got = 0
+        var start: UInt64 = 0
+        for await e in sa.events {
+            if case let .message(_, m, _) = e {
+                if start == 0 { start = DispatchTime.now().uptimeNanoseconds }
+                got += m.count
+                if got >= count * size { break }
+            }
+        }
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+    let message = [UInt8](repeating: 0x5a, count: size)
+    for _ in 0..<count { try await sb.send(message, to: [a.peerID]) }
+    let seconds = await done.value
+    await sb.disconnect()
+    await a.stop()
+    // The first message's bytes arrived before the clock started.
+    return Double((count - 1) * size) / seconds / 1e6
+}
+
+func bluetoothBenchmark(_ args: [String]) async throws {
+    guard args.count >= 3 else {
+        print("usage: peerlink-bench bluetooth TX-ADDRESS RX-ADDRESS BASELINE-FILE [MIB]")
+        exit(2)
+    }
+    let (tx, rx, baselineFile) = (args[0], args[1], args[2])
+    let bytes = (args.count > 3 ? Int(args[3]) ?? 2 : 2) * 1024 * 1024
+    var medians: [String: Double] = [:]
+    for line in ((try? String(contentsOfFile: baselineFile, encoding: .utf8)) ?? "").split(separator: "\n") {
+        let parts = line.split(separator: " ")
+        if parts.count == 2, parts[0].hasSuffix("-median"), let v = Double(parts[1]) { medians[String(parts[0].dropLast(7))] = v }
+    }
+    func report(_ name: String, _ mbps: Double, baseline: String) {
+        let label = name.padding(toLength: 34, withPad: " ", startingAt: 0)
+        if let base = medians[baseline], base > 0 {
+            print("peerlink  \(label)" + String(format: " %7.3f MB/s   ", mbps) + baseline + String(format: " %7.3f MB/s   ratio %.2f", base, mbps / base))
+        } else {
+            print("peerlink  \(label)" + String(format: " %7.3f MB/s   ", mbps) + "(no \(baseline) baseline in this boot)")
+        }
+    }
+    print("PeerLink Bluetooth benchmark in the lab: \(bytes / 1_048_576) MiB per run, \(tx) -> \(rx)")
+    do {
+        let r = try await bluetoothSession(listener: RFCOMMTransport(adapterAddress: rx), dialler: RFCOMMTransport(adapterAddress: tx),
+                                           medium: .rfcomm, remote: rx, bytes: bytes, fragment: 16 * 1024)
+        report("session over RFCOMM", r, baseline: "rctest-rfcomm")
+    } catch {
+        print("peerlink  session over RFCOMM: failed: \(error)")
+    }
+    do {
+        // 600-byte fragments keep each Noise message within the 672-byte SDUs l2test uses
+        // (and away from the emulator's stalls with large SDUs).
+        let l = try await bluetoothSession(listener: L2CAPTransport(adapterAddress: rx), dialler: L2CAPTransport(adapterAddress: tx),
+                                           medium: .l2cap, remote: rx, bytes: bytes, fragment: 600)
+        report("session over L2CAP BR/EDR (ERTM)", l, baseline: "l2test-bredr-basic")
+    } catch {
+        print("peerlink  session over L2CAP: failed: \(error)")
     }
 }

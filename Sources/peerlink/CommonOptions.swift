@@ -13,7 +13,7 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Display name for this run (default: the stored name, else the host name).")
     var name: String?
 
-    @Option(name: .long, help: "Media to use: ip (TCP over mDNS/DNS-SD). Bluetooth is not available yet.")
+    @Option(name: .long, help: "Media to use: ip (TCP over mDNS/DNS-SD). Bluetooth discovery is not available yet.")
     var media: String = "ip"
 
     @Option(name: .long, help: "Link policy when a peer has several links: bluetooth-first, wifi-first, lowest-latency, bluetooth-only, ip-only.")
@@ -33,7 +33,7 @@ struct NodeOptions: ParsableArguments {
         switch media {
         case "ip", "wifi", "tcp": return
         case "bluetooth", "bt":
-            throw ValidationError("--media bluetooth: Bluetooth transports are not implemented yet; use --media ip")
+            throw ValidationError("--media bluetooth: finding peers over Bluetooth (BlueZ D-Bus discovery) is not implemented yet; the RFCOMM and L2CAP transports exist in the library. Use --media ip")
         default:
             throw ValidationError("--media '\(media)' is not known; use ip")
         }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Bluetooth benchmark (not a test): in ONE boot of the lab VM, BlueZ's rctest/l2test measure
+# the raw baseline (Hardware/bt-lab/baseline.sh, controllers hci0 -> hci1), then PeerLink
+# sessions move the same kind of traffic over RFCOMM and L2CAP on another controller pair
+# (hci4 -> hci5: btvirt mixes up links when one controller talks to several others, and
+# repeated pairings between the same two controllers fail after a few). Prints MB/s and the
+# ratio to the baseline. Emulation sets the pace: only the ratios mean anything.
+#
+#   scripts/bench-bt.sh [MIB]    (default 2)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MIB=${1:-2}
+echo "[bench-bt] building peerlink-bench (release)"
+swift build -c release --product peerlink-bench >/tmp/peerlink-bench-build.log 2>&1 || { tail -20 /tmp/peerlink-bench-build.log; exit 1; }
+BIN=$(swift build -c release --show-bin-path)/peerlink-bench
+exec scripts/bt-lab.sh run --controllers 6 --timeout 600 -- /bin/sh -c \
+    "Hardware/bt-lab/baseline.sh --bytes $((MIB * 1048576)) && \
+     $BIN bluetooth \"\$PEERLINK_LAB_HCI4\" \"\$PEERLINK_LAB_HCI5\" \"\$PEERLINK_LAB_RESULTS/baseline.txt\" $MIB"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Bad input to the CLI gets a clear error, a non-zero exit and no side effects; good input
+# works. Needs no network (runs in the root namespace, talks to nothing).
+#   scripts/cli-checks.sh [PEERLINK_BINARY]
+# Prints "ok"/"FAIL" per check and a closing "N passed, M failed" line.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/.build/debug/peerlink}
+work=$(mktemp -d /tmp/peerlink-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export PEERLINK_CONFIG_DIR="$work/cfg"
+passed=0; failed=0
+
+# expect_error NAME REGEX ARGS... — the command must exit non-zero and print REGEX.
+expect_error() {
+    local name=$1 re=$2; shift 2
+    local out rc
+    out=$("$bin" "$@" 2>&1 </dev/null); rc=$?
+    if [ "$rc" != 0 ] && grep -qE -- "$re" <<<"$out"; then
+        echo "ok   $name"; passed=$((passed + 1))
+    else
+        echo "FAIL $name (exit $rc): $out"; failed=$((failed + 1))
+    fi
+}
+check() {  # NAME COMMAND...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
+}
+
+expect_error "uppercase service type" "only lowercase ASCII letters" browse --service Field
+expect_error "service type too long" "16 characters; the maximum is 15" browse --service abcdefghijklmnop
+expect_error "adjacent hyphens" "adjacent hyphens" advertise --service a--b
+expect_error "discovery info without =" "expected key=value" advertise --service demo --info role
+expect_error "reserved discovery info key" "reserved for PeerLink" advertise --service demo --info _id=x
+expect_error "discovery info entry over 255 bytes" "above the limit of 255" advertise --service demo --info "k=$(head -c 300 /dev/zero | tr '\0' v)"
+expect_error "duplicate discovery info key" "given more than once" advertise --service demo --info a=1 --info a=2
+expect_error "both accept flags" "either --accept-all or --accept-known" advertise --service demo --accept-all --accept-known
+expect_error "unknown policy" "is not known; use one of" chat --service demo --policy fastest --peer x
+expect_error "bluetooth media not yet" "not implemented yet" browse --service demo --media bluetooth
+expect_error "send: missing file" "no such file" send "$work/nope.bin" --to alpha
+expect_error "send: a directory" "is a directory" send "$work" --to alpha
+expect_error "trust: bad peer ID" "is not 32 base32 characters" trust add not-a-peer-id
+expect_error "display name too long" "above the limit of 63" id --set-name "$(head -c 70 /dev/zero | tr '\0' n)"
+expect_error "one-character service type (Avahi)" "2-15 characters|D-Bus|avahi" browse --service x --timeout 1
+check "no identity was written by failed commands" test ! -e "$work/cfg/display-name"
+
+"$bin" id --json >"$work/id.json" 2>&1
+check "id creates a key with mode 0600" test "$(stat -c %a "$work/cfg/identity.key" 2>/dev/null)" = 600
+id=$(sed -n 's/.*"peer":"\([a-z2-7]*\)".*/\1/p' "$work/id.json")
+check "id prints a 32-character peer ID" test ${#id} = 32
+check "trust add / list round trip" sh -c "'$bin' trust add $id laptop >/dev/null && '$bin' trust list | grep -q '$id laptop'"
+chmod 644 "$work/cfg/identity.key"
+expect_error "a key readable by others is refused" "readable by other users.*chmod 600" id
+"$bin" doctor --json >"$work/doctor.json" 2>/dev/null
+check "doctor --json is a JSON array of media" python3 -c "import json,sys; d=json.load(open('$work/doctor.json')); sys.exit(0 if {m['medium'] for m in d} >= {'ip','bluetooth'} else 1)"
+check "every command has --help" sh -c "for c in id doctor browse advertise chat send receive trust; do '$bin' \$c --help >/dev/null || exit 1; done"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
