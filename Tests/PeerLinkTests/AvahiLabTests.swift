@@ -256,6 +256,17 @@ final class AvahiTXTTests: XCTestCase {
         XCTAssertEqual(AvahiTXT.parse(list), ["flag": "", "k": "v=w", "empty": "", "dup": "first"])
     }
 
+    func testParseUsesTheTXTRulesAndRejectsBrokenRecords() {
+        var list = avahi_string_list_add(nil, "_ID=upper")
+        list = avahi_string_list_add(list, "_id=lower")  // prepended: read first
+        XCTAssertEqual(AvahiTXT.parse(list), ["_id": "lower"], "keys compare ignoring case; the first wins")
+        avahi_string_list_free(list)
+        let bad: [UInt8] = [0x6b, 0x3d, 0xff, 0xfe]  // "k=" + invalid UTF-8
+        let broken = bad.withUnsafeBufferPointer { avahi_string_list_add_arbitrary(nil, $0.baseAddress, $0.count) }
+        defer { avahi_string_list_free(broken) }
+        XCTAssertEqual(AvahiTXT.parse(broken), [:], "a record that is not UTF-8 is not read as a PeerLink advertisement")
+    }
+
     func testMakeListRoundTrips() {
         let txt = ["pl.id": "abc", "name": "Zoë", "flag": ""]
         let list = AvahiTXT.makeList(txt)

@@ -1,4 +1,5 @@
 import CAvahi
+import PeerLinkWire
 
 /// One way to reach a resolved DNS-SD service: a numeric address, a port and the interface
 /// it was seen on.
@@ -126,28 +127,25 @@ enum AvahiTXT {
         return list
     }
 
-    /// Parses an AvahiStringList into a dictionary. The first occurrence of a key wins
-    /// (RFC 6763 §6.4); entries without '=' map to "".
-    static func parse(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [String: String] {
-        var result: [String: String] = [:]
+    /// The raw entries of an AvahiStringList, in list order.
+    static func entries(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [[UInt8]] {
+        var out: [[UInt8]] = []
         var node = list
         while let current = node {
-            var keyPtr: UnsafeMutablePointer<CChar>? = nil
-            var valuePtr: UnsafeMutablePointer<CChar>? = nil
-            var size = 0
-            if avahi_string_list_get_pair(current, &keyPtr, &valuePtr, &size) == 0, let keyPtr {
-                let key = String(cString: keyPtr)
-                var value = ""
-                if let valuePtr {
-                    value = String(decoding: UnsafeRawBufferPointer(start: valuePtr, count: size), as: UTF8.self)
-                }
-                if !key.isEmpty, result[key] == nil { result[key] = value }
-                avahi_free(keyPtr)
-                if let valuePtr { avahi_free(valuePtr) }
+            if let text = avahi_string_list_get_text(current) {
+                out.append(Array(UnsafeBufferPointer(start: text, count: Int(avahi_string_list_get_size(current)))))
             }
             node = avahi_string_list_get_next(current)
         }
-        return result
+        return out
+    }
+
+    /// Parses an AvahiStringList into a dictionary with PeerLink's one TXT parser
+    /// (`TXTRecord.decode(entries:)`, RFC 6763 §6: first occurrence of a key wins, ignoring
+    /// case; entries without '=' map to ""). A record that breaks the rules (not UTF-8, an
+    /// entry over 255 bytes) reads as empty, so the service is ignored as not a PeerLink one.
+    static func parse(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [String: String] {
+        (try? TXTRecord.decode(entries: entries(list))) ?? [:]
     }
 }
 

@@ -76,10 +76,9 @@ public final class SecureLink: @unchecked Sendable {
             let ciphers = try hs.split()
             var path: DatagramPath?
             var target: (String, UInt16)?
-            if let udp, hello.datagramPort != nil, let port = remoteHello.datagramPort, let host = connection.remoteHost {
+            if udp != nil, hello.datagramPort != nil, let port = remoteHello.datagramPort, let host = connection.remoteHost {
                 path = try DatagramPath(handshake: hs, initiator: initiator)
                 target = (host, port)
-                _ = udp
             }
             return SecureLink(connection: connection, remotePeer: PeerID(publicKey: key), remoteHello: remoteHello,
                               send: ciphers.send, receive: ciphers.receive,
