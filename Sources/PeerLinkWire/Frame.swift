@@ -15,10 +15,16 @@ public enum Frame: Equatable, Sendable {
     case pong(token: UInt64)
     /// The sender leaves the session with this peer (on every link); the reason says why.
     case close(reason: CloseReason, text: String)
+    /// A record of the bulk lane (stream and resource bytes and their close), with the bulk
+    /// lane's own sequence number, so bulk data can use another link than messages.
+    case bulk(seq: UInt64, record: Record)
+    /// Cumulative acknowledgement of the bulk lane.
+    case bulkAck(upTo: UInt64)
 
     public enum Kind: UInt8, Sendable {
         case invite = 0x01, inviteReply = 0x02, reliable = 0x03, ack = 0x04
         case unreliable = 0x05, ping = 0x06, pong = 0x07, close = 0x08
+        case bulk = 0x09, bulkAck = 0x0A
     }
 
     public func encode() -> [UInt8] {
@@ -43,6 +49,10 @@ public enum Frame: Equatable, Sendable {
             w.u8(Kind.pong.rawValue); w.u64(token)
         case let .close(reason, text):
             w.u8(Kind.close.rawValue); w.u8(reason.rawValue); w.string16(text.utf8Prefix(WireLimits.reasonText))
+        case let .bulk(seq, record):
+            w.u8(Kind.bulk.rawValue); w.u64(seq); record.encode(into: &w)
+        case let .bulkAck(upTo):
+            w.u8(Kind.bulkAck.rawValue); w.u64(upTo)
         }
         return w.bytes
     }
@@ -84,6 +94,17 @@ public enum Frame: Equatable, Sendable {
             let raw = try r.u8("close reason")
             frame = .close(reason: CloseReason(rawValue: raw) ?? .unspecified,
                            text: try r.string16("close text", limit: WireLimits.reasonText))
+        case .bulk:
+            let seq = try r.u64("bulk sequence number")
+            guard seq > 0 else { throw WireError.invalid(field: "bulk sequence number", reason: "must start at 1") }
+            let record = try Record.decode(&r)
+            switch record {
+            case .streamData, .streamClose: break
+            default: throw WireError.invalid(field: "bulk record", reason: "only STREAM_DATA and STREAM_CLOSE travel on the bulk lane")
+            }
+            frame = .bulk(seq: seq, record: record)
+        case .bulkAck:
+            frame = .bulkAck(upTo: try r.u64("bulk ack"))
         }
         try r.expectEnd()
         return frame

@@ -381,9 +381,12 @@ final class SessionCoreTests: XCTestCase {
         XCTAssertFalse(p.eventsA.contains(.linkDead(2)))
         // The message lost on link 1 went out again on link 2.
         XCTAssertEqual(p.reliableMessagesB, [[1]])
-        // Pings on the silent link were repeated every interval while it was alive.
+        // While it carried the message, the quiet link was probed every suspectAfter/2 and
+        // suspected after 400 ms (the message moved to link 2 then, long before the link was
+        // declared dead); afterwards it was probed once per keepalive interval.
         let pings1 = p.sentByA.filter { if case .ping = $0.frame { return $0.link == 1 }; return false }.map(\.at)
-        XCTAssertEqual(pings1, [1000, 2000])
+        XCTAssertEqual(pings1, [200, 400, 1400, 2400])
+        XCTAssertTrue(p.eventsA.contains(.linkSuspected(1, silentFor: 400)), "\(p.eventsA)")
     }
 
     func testRoundTripFromPong() {

@@ -91,12 +91,12 @@ final class SessionStreamTests: XCTestCase {
         XCTAssertThrowsError(try p.a.write([UInt8](repeating: 0, count: 1025), to: id, now: 0)) {
             XCTAssertEqual($0 as? SessionError, .noCredit(stream: id, available: 1024))
         }
-        // It writes 1000 legitimately (seq 2)...
+        // It writes 1000 legitimately (bulk lane, seq 1)...
         try p.a.write([UInt8](repeating: 1, count: 1000), to: id, now: 0)
         p.settle()
         XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
-        // ...then a hostile frame with seq 3 carries 25 bytes more than the 24 left.
-        p.b.receive(.reliable(seq: 3, record: .streamData(stream: id, bytes: [UInt8](repeating: 2, count: 25))), on: 1, now: 0)
+        // ...then a hostile bulk frame with seq 2 carries 25 bytes more than the 24 left.
+        p.b.receive(.bulk(seq: 2, record: .streamData(stream: id, bytes: [UInt8](repeating: 2, count: 25))), on: 1, now: 0)
         p.collect()
         XCTAssertEqual(SessionPair.violations(p.eventsB).count, 1)
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1000)

@@ -13,8 +13,10 @@ final class LinkHandoverTests: XCTestCase {
     }
 
     /// Links come up in `order` (the first medium's link first).
-    func twoLinkPair(policy: LinkPolicy, order: [Medium] = [.rfcomm, .tcp]) async throws -> TwoLinks {
+    func twoLinkPair(policy: LinkPolicy, order: [Medium] = [.rfcomm, .tcp],
+                     conditions: [String: MemoryLinkConditions] = [:]) async throws -> TwoLinks {
         let net = MemoryNetwork()
+        net.conditions = conditions
         let a = try Node(identity: Identity(), displayName: "alpha", transports: [
             MemoryTransport(network: net, address: "a-bt", emulating: .rfcomm),
             MemoryTransport(network: net, address: "a-ip", emulating: .tcp)])
@@ -34,11 +36,12 @@ final class LinkHandoverTests: XCTestCase {
         return TwoLinks(net: net, a: a, b: b, sa: sa, sb: sb)
     }
 
-    func carrier(_ s: Session) async -> (Medium?, String?, Int) {
+    /// The medium carrying `role` (reliable messages by default), its reason, and the link count.
+    func carrier(_ s: Session, role: LinkRole = .reliable) async -> (Medium?, String?, Int) {
         let peers = await s.links()
         let links = peers.first?.links ?? []
-        let active = links.first { !$0.carries.isEmpty }
-        return (active?.medium, active?.reason, links.count)
+        let active = links.first { $0.carries.contains(role.rawValue) }
+        return (active?.medium, active?.reasons[role.rawValue], links.count)
     }
 
     func testBluetoothFirstCarriesOnBluetoothAndFallsBackWithoutLoss() async throws {
@@ -66,7 +69,13 @@ final class LinkHandoverTests: XCTestCase {
         }
         let got = await receiver.value
         XCTAssertEqual(got, Array(0..<total), "exactly once, in order, across the handover")
-        let (after, why, left) = await carrier(p.sb)
+        // The silent link is suspected within ~0.4 s (traffic moves at once) and declared dead
+        // after deadAfter (0.8 s here); then the policy itself falls back.
+        var (after, why, left) = await carrier(p.sb)
+        for _ in 0..<40 where left > 1 {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            (after, why, left) = await carrier(p.sb)
+        }
         XCTAssertEqual(after, .tcp)
         XCTAssertEqual(left, 1)
         XCTAssertTrue(why?.contains("fallback") ?? false, "\(String(describing: why))")
@@ -80,7 +89,7 @@ final class LinkHandoverTests: XCTestCase {
         XCTAssertEqual(first, .tcp, "a link that just came up does not take over at once")
         XCTAssertTrue(why?.hasPrefix("kept") ?? false, "\(String(describing: why))")
         let moved = try await waitFor(p.sb, timeout: 5) { e -> String? in
-            if case let .carrierChanged(_, _, reason) = e, reason == "Bluetooth first" { return reason }; return nil
+            if case let .carrierChanged(_, _, .reliable, reason) = e, reason == "Bluetooth first" { return reason }; return nil
         }
         XCTAssertEqual(moved, "Bluetooth first")
         let (now, _, _) = await carrier(p.sb)
@@ -92,5 +101,61 @@ final class LinkHandoverTests: XCTestCase {
         let (medium, reason, _) = await carrier(p.sb)
         XCTAssertEqual(medium, .tcp)
         XCTAssertEqual(reason, "Wi-Fi first")
+    }
+
+    func testBulkGoesOnTheFastLinkAndAResourceSurvivesItsLoss() async throws {
+        let p = try await twoLinkPair(policy: LinkPolicy(.bluetoothFirst), conditions: [
+            "a-bt": MemoryLinkConditions(bandwidth: 1_000_000), "a-ip": MemoryLinkConditions(bandwidth: 2_000_000)])
+        let bulkCarriers = Task { () -> [LinkID] in
+            var seen: [LinkID] = []
+            for await e in p.sb.events {
+                if case let .carrierChanged(_, link, .bulk, _) = e { seen.append(link) }
+                if seen.count == 3 { break }
+            }
+            return seen
+        }
+        // Bluetooth came up first and carried everything; the IP link takes bulk once it has
+        // been up for the policy's dwell time (3 s).
+        var (bulk, bulkWhy, _) = await carrier(p.sb, role: .bulk)
+        for _ in 0..<60 where bulk != .tcp {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            (bulk, bulkWhy, _) = await carrier(p.sb, role: .bulk)
+        }
+        let (reliable, _, _) = await carrier(p.sb, role: .reliable)
+        XCTAssertEqual(reliable, .rfcomm, "messages stay on Bluetooth")
+        XCTAssertEqual(bulk, .tcp, "bulk goes on the faster link")
+        XCTAssertTrue(bulkWhy?.contains("fastest") ?? false, "\(String(describing: bulkWhy))")
+        let ids = Dictionary(uniqueKeysWithValues: (await p.sb.links()).first?.links.map { ($0.medium, $0.id) } ?? [])
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("handover-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let src = dir + "/big.bin"
+        var rng = SystemRandomNumberGenerator()
+        let content = Data((0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        try content.write(to: URL(fileURLWithPath: src))
+        let inbox = dir + "/in"
+        let receiver = Task { () -> (String?, String?) in
+            for await e in p.sa.events {
+                if case let .resourceOffered(o) = e { try? await p.sa.accept(o, into: inbox) }
+                if case let .resourceFinished(prog, path, error) = e, prog.direction == .receiving { return (path, error) }
+            }
+            return (nil, "events ended")
+        }
+        let progress = ProgressLog()
+        let sending = Task { try await p.sb.sendResource(at: src, to: p.a.peerID) { progress.add($0) } }
+        // Cut the IP path once a third of the file is across.
+        for _ in 0..<200 where (progress.last?.completed ?? 0) < 1_000_000 { try await Task.sleep(nanoseconds: 20_000_000) }
+        XCTAssertGreaterThan(progress.last?.completed ?? 0, 0)
+        p.net.cut("a-ip")
+        try await sending.value
+        let (path, error) = await receiver.value
+        XCTAssertNil(error)
+        XCTAssertEqual(path.flatMap { FileManager.default.contents(atPath: $0) }, content, "the whole file, verified, once")
+        XCTAssertEqual(Set(progress.all.map(\.resumedFrom)), [0], "the transfer continued; it never restarted or resumed")
+        let carriers = await bulkCarriers.value
+        XCTAssertEqual(carriers, [ids[.rfcomm], ids[.tcp], ids[.rfcomm]].compactMap { $0 }, "bulk: Bluetooth → IP → Bluetooth")
+        let (after, _, _) = await carrier(p.sb, role: .bulk)
+        XCTAssertEqual(after, .rfcomm)
     }
 }

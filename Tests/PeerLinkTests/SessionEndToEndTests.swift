@@ -180,6 +180,7 @@ final class ProgressLog: @unchecked Sendable {
     func add(_ p: ResourceProgress) { lock.withLock { items.append(p) } }
     var first: ResourceProgress? { lock.withLock { items.first } }
     var last: ResourceProgress? { lock.withLock { items.last } }
+    var all: [ResourceProgress] { lock.withLock { items } }
 }
 
 final class ResourceCancellationTests: XCTestCase {

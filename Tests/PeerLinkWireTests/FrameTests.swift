@@ -164,7 +164,7 @@ final class FrameTests: XCTestCase {
     }
 
     func testUnknownFrameTypes() {
-        for t: UInt8 in [0x00, 0x09, 0x7f, 0xff] {
+        for t: UInt8 in [0x00, 0x0b, 0x7f, 0xff] {
             let e = assertWireError(try Frame.decode([t, 0, 0, 0, 0, 0, 0, 0, 0]))
             XCTAssertEqual(e, .unknownType(context: "frame", value: t))
         }

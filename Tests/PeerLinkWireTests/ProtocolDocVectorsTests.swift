@@ -28,6 +28,8 @@ final class ProtocolDocVectorsTests: XCTestCase {
         ("frame-ping", .ping(token: 1_234_567)),
         ("frame-pong", .pong(token: 1_234_567)),
         ("frame-close", .close(reason: .leaving, text: "bye")),
+        ("frame-bulk", .bulk(seq: 7, record: .streamData(stream: 3, bytes: Array("ab".utf8)))),
+        ("frame-bulk-ack", .bulkAck(upTo: 7)),
         ("record-message-part", .reliable(seq: 2, record: .messagePart(final: false, bytes: Array("hel".utf8)))),
         ("record-stream-open", .reliable(seq: 3, record: .streamOpen(stream: 1, name: "camera"))),
         ("record-stream-data", .reliable(seq: 4, record: .streamData(stream: 1, bytes: [0xde, 0xad, 0xbe, 0xef]))),
@@ -67,6 +69,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
         let frameTypes: [(String, UInt8)] = [
             ("frame-invite", 0x01), ("frame-invite-reply", 0x02), ("frame-reliable", 0x03), ("frame-ack", 0x04),
             ("frame-unreliable", 0x05), ("frame-ping", 0x06), ("frame-pong", 0x07), ("frame-close", 0x08),
+            ("frame-bulk", 0x09), ("frame-bulk-ack", 0x0a),
         ]
         for (name, type) in frameTypes { XCTAssertEqual(try doc.hex(name).first, type, name) }
         let recordTypes: [(String, UInt8)] = [

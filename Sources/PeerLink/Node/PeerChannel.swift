@@ -16,7 +16,8 @@ actor PeerChannel {
     private var waiters: [CheckedContinuation<Void, Never>] = []
     /// The policy's current choice, and when each link came up (for its dwell time).
     private var choice = LinkChoice()
-    private var upSince: [LinkID: UInt64] = [:]
+    /// The carrier last reported per role, to emit `carrierChanged` only on change.
+    private var reported: [LinkRole: LinkID] = [:]
 
     // Outgoing resources and streams
     private var accepted: [UInt32: UInt64] = [:]
@@ -52,7 +53,6 @@ actor PeerChannel {
     func add(_ link: SecureLink) {
         guard !ended else { link.close(); return }
         links[link.id] = link
-        upSince[link.id] = Clock.now()
         core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame))
         core.linkUp(link.id, now: Clock.now())
         applyPolicy()
@@ -77,7 +77,7 @@ actor PeerChannel {
             }
         }
         if tickTask == nil {
-            let interval = UInt64(max(20, min(250, core.config.keepaliveInterval / 4))) * 1_000_000
+            let interval = UInt64(max(20, min(100, core.config.keepaliveInterval / 4, core.config.suspectAfter / 4))) * 1_000_000
             tickTask = Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(nanoseconds: interval)
@@ -159,6 +159,7 @@ actor PeerChannel {
                 handle(e)
             }
         }
+        reportCarriers()
         wakeAll()
     }
 
@@ -177,6 +178,10 @@ actor PeerChannel {
         case let .roundTrip(link, ms):
             session.emit(.roundTrip(peer, link: link, millis: ms))
             if links.count > 1 { applyPolicy() }
+        case let .linkSuspected(id, silent):
+            suspectReason[id] = "link \(id) silent for \(silent) ms with data in flight"
+        case let .linkRecovered(id):
+            suspectReason[id] = nil
         case let .streamOpened(id, name):
             let s = IncomingStream(peer: peer, name: name, id: id, channel: self)
             incomingStreams[id] = s
@@ -216,23 +221,47 @@ actor PeerChannel {
 
     // MARK: link policy
 
-    /// Asks the session's policy which link carries traffic now and tells the core. Today one
-    /// carrier serves every role (the policy's reliable carrier); per-role carriers need
-    /// separate sequence spaces in the core.
+    /// Why a link is suspected, while it is.
+    private var suspectReason: [LinkID: String] = [:]
+
+    /// Asks the session's policy which link carries each role and tells the core.
     private func applyPolicy() {
         let now = Clock.now()
         let metrics = links.values.map { l in
-            LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: now - (upSince[l.id] ?? now),
-                        rttMillis: core.roundTrip(of: l.id))
+            let st = core.stats(of: l.id, now: now)
+            return LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis,
+                               loss: st?.loss ?? 0, throughput: st?.throughput)
         }
-        let next = session.policy.choose(metrics, previous: choice)
-        let before = choice.carrier[.reliable]
-        choice = next
-        upSince = upSince.filter { links[$0.key] != nil }
-        let carrier = next.carrier[.reliable]
-        if core.preferredLink != carrier { core.preferredLink = carrier }
-        if carrier != before, let carrier {
-            session.emit(.carrierChanged(peer, link: carrier, reason: next.reason[.reliable] ?? ""))
+        choice = session.policy.choose(metrics, previous: choice)
+        suspectReason = suspectReason.filter { links[$0.key] != nil }
+        if core.preferredLink != choice.carrier[.reliable] { core.preferredLink = choice.carrier[.reliable] }
+        if core.preferredBulkLink != choice.carrier[.bulk] { core.preferredBulkLink = choice.carrier[.bulk] }
+        core.preferredUnreliableLink = choice.carrier[.unreliable]
+    }
+
+    /// The link that really carries `role` now (the core may avoid a suspected link).
+    private func carrier(of role: LinkRole) -> LinkID? {
+        switch role {
+        case .control, .reliable: return core.carrier(of: .main)
+        case .bulk: return core.carrier(of: .bulk)
+        case .unreliable: return core.unreliableLink
+        }
+    }
+
+    /// Why `role` is on `link`: the policy's reason, or the suspected carrier it avoids.
+    private func reason(for role: LinkRole, on link: LinkID) -> String {
+        if let chosen = choice.carrier[role], chosen != link, let why = suspectReason[chosen] {
+            return "\(why); moved to link \(link) until it answers"
+        }
+        return choice.reason[role] ?? "oldest live link"
+    }
+
+    private func reportCarriers() {
+        guard !ended else { return }
+        for role in [LinkRole.reliable, .bulk, .unreliable] {
+            guard let link = carrier(of: role), reported[role] != link else { continue }
+            reported[role] = link
+            session.emit(.carrierChanged(peer, link: link, role: role, reason: reason(for: role, on: link)))
         }
     }
 
@@ -294,7 +323,7 @@ actor PeerChannel {
             try cancelIfNeeded(id, name)
             if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
             let credit = core.credit(of: id) ?? 0
-            if credit == 0 || core.backlogBytes > core.config.sendWindow {
+            if credit == 0 || core.bulkBacklogBytes > core.config.sendWindow {
                 await waitForChange()
                 continue
             }
@@ -448,7 +477,7 @@ actor PeerChannel {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
             if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled the stream") }
             guard let credit = core.credit(of: id) else { throw PeerLinkError.resourceFailed("stream \(id) is closed") }
-            if credit == 0 || core.backlogBytes > core.config.sendWindow {
+            if credit == 0 || core.bulkBacklogBytes > core.config.sendWindow {
                 await waitForChange()
                 continue
             }
@@ -478,13 +507,19 @@ actor PeerChannel {
     // MARK: observation
 
     func snapshot() -> PeerLinks {
-        let active = core.activeLink
-        let why = choice.reason[.reliable] ?? "oldest live link"
+        let now = Clock.now()
         let list = links.values.sorted { $0.id < $1.id }.map { l in
-            LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
-                         rttMillis: core.roundTrip(of: l.id),
-                         carries: l.id == active ? ["control", "reliable", "bulk", "unreliable"] : [],
-                         reason: l.id == active ? why : "standby (\(session.policy.kind.rawValue) prefers link \(active.map(String.init) ?? "none"))")
+            let roles = LinkRole.allCases.filter { carrier(of: $0) == l.id }
+            let st = core.stats(of: l.id, now: now)
+            let why = roles.isEmpty
+                ? (suspectReason[l.id].map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
+                : roles.map { "\($0.rawValue): \(reason(for: $0, on: l.id))" }.joined(separator: "; ")
+            return LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
+                                rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
+                                state: st?.suspect == true ? "suspected" : "up",
+                                carries: roles.map(\.rawValue),
+                                reasons: Dictionary(uniqueKeysWithValues: roles.map { ($0.rawValue, reason(for: $0, on: l.id)) }),
+                                reason: why)
         }
         return PeerLinks(peer: peer, displayName: displayName, state: state, links: list)
     }

@@ -18,8 +18,9 @@ public final class Session: Sendable {
         case streamOpened(IncomingStream)
         /// A link to a peer came up or went away, with the reason.
         case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: String)
-        /// The link policy moved the peer's traffic to `link`, for `reason`.
-        case carrierChanged(PeerID, link: LinkID, reason: String)
+        /// `role`'s traffic to the peer now goes over `link`, for `reason` (the policy's
+        /// choice, or a fallback while the chosen link is silent).
+        case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: String)
         /// A keepalive measured a link's round trip.
         case roundTrip(PeerID, link: LinkID, millis: UInt64)
     }
@@ -192,7 +193,17 @@ public struct LinkSnapshot: Sendable, Codable {
     /// Where unreliable messages of this link go when they fit a datagram ("udp://host:port").
     public var datagram: String?
     public var rttMillis: UInt64?
+    /// Fraction of recent keepalive probes not answered in time.
+    public var loss: Double
+    /// Estimated capacity in bytes per second, once the link carried data.
+    public var throughput: Double?
+    /// "up", or "suspected" while silent with data in flight.
+    public var state: String
+    /// The roles (control, reliable, bulk, unreliable) this link carries now.
     public var carries: [String]
+    /// Why this link carries each of its roles (role → reason).
+    public var reasons: [String: String]
+    /// One line: the reasons, or why the link is on standby.
     public var reason: String
 }
 

@@ -20,6 +20,10 @@ public struct SessionConfig: Sendable, Equatable {
     public var ackEvery = 16
     /// Out-of-order reliable frames buffered (possible with several links), at most.
     public var maxReorder = 4096
+    /// A carrier with records in flight that has sent nothing back for this long (or four
+    /// round trips, if longer) is suspected: while another link is up, its lanes move there
+    /// and resend what is unacknowledged. The link itself stays until `deadAfter`.
+    public var suspectAfter: UInt64 = 400
 
     public init() {}
 }
@@ -39,6 +43,11 @@ public enum SessionEvent: Equatable, Sendable {
     case message([UInt8], reliable: Bool)
     /// The link sent nothing within `deadAfter` and was dropped from the session.
     case linkDead(LinkID)
+    /// The link carries records in flight but has been silent for `silentFor` ms: its lanes
+    /// moved to another link until it speaks again.
+    case linkSuspected(LinkID, silentFor: UInt64)
+    /// A suspected link was heard from again.
+    case linkRecovered(LinkID)
     /// A keepalive answer measured this round-trip time.
     case roundTrip(link: LinkID, millis: UInt64)
     case streamOpened(stream: UInt32, name: String)
@@ -74,4 +83,19 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
         case .closed: return "the session is closed"
         }
     }
+}
+
+/// What the session core measured on one link.
+public struct LinkStats: Sendable, Equatable {
+    /// Milliseconds since the link joined the session.
+    public var age: UInt64
+    public var rttMillis: UInt64?
+    /// Fraction of the last (up to 20) keepalive probes not answered in time.
+    public var loss: Double
+    /// Estimated capacity in bytes per second, once the link carried data.
+    public var throughput: Double?
+    /// Silent while carrying data: its lanes moved elsewhere for now.
+    public var suspect: Bool
+    /// Milliseconds since anything arrived on the link.
+    public var silentMillis: UInt64
 }

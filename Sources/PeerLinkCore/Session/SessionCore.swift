@@ -20,9 +20,21 @@ public struct SessionCore: Sendable {
     struct LinkState: Sendable {
         var lastReceived: UInt64
         var lastSent: UInt64
+        let upAt: UInt64
         /// Tokens (send times) of unanswered pings, oldest first, at most `maxOutstandingPings`.
         var outstandingPings: [UInt64] = []
         var rtt: UInt64?
+        /// Outcomes of recent keepalive probes (true = lost), newest last.
+        var probeOutcomes: [Bool] = []
+        /// Pings already counted as lost (still matched if a late pong comes).
+        var countedLost: Set<UInt64> = []
+        /// Capacity estimate in bytes per second, from acknowledged bytes while it carried.
+        var throughput: Double?
+        var rateWindowStart: UInt64
+        var rateWindowBytes = 0
+        var saturated = false
+        /// Silent with records in flight: lanes avoid it until it is heard from again.
+        var suspect = false
     }
     private var links: [LinkID: LinkState] = [:]
     private var linkOrder: [LinkID] = []
@@ -31,25 +43,24 @@ public struct SessionCore: Sendable {
     /// control end to end). Frames are still read, so keepalives keep working.
     public var acknowledgementsPaused = false
 
-    /// The link chosen by policy to carry traffic; when nil or dead, the oldest live link.
+    /// The link chosen by policy to carry messages and control records (the main lane); when
+    /// nil, dead or suspected, the oldest healthy live link.
     public var preferredLink: LinkID? { didSet { flush() } }
-    /// The link that received the outbox's in-flight records.
-    private var carryingLink: LinkID?
+    /// The link chosen by policy for stream and resource bytes (the bulk lane); nil follows
+    /// the main lane.
+    public var preferredBulkLink: LinkID? { didSet { flush() } }
+    /// The link chosen for unreliable messages; nil follows the main lane.
+    public var preferredUnreliableLink: LinkID?
 
-    // MARK: reliable send
-    struct Pending: Sendable { let seq: UInt64; let record: Record; let size: Int }
-    private var outbox: [Pending] = []
-    private var outboxHead = 0
-    private var sentIndex = 0
-    private var inflightBytes = 0
-    private var outboxBytes = 0
-    private var nextSeq: UInt64 = 1
+    // MARK: reliable lanes
+    private var mainLane = ReliableLane(.main)
+    private var bulkLane = ReliableLane(.bulk)
+    private func lane(_ l: Lane) -> ReliableLane { l == .main ? mainLane : bulkLane }
+    /// Mutates one lane in place (no copy of its outbox).
+    private mutating func modify<R>(_ l: Lane, _ body: (inout ReliableLane) -> R) -> R {
+        l == .main ? body(&mainLane) : body(&bulkLane)
+    }
     private var remoteMaxFrame = WireLimits.frame
-
-    // MARK: reliable receive
-    private var delivered: UInt64 = 0
-    private var reorder: [UInt64: Record] = [:]
-    private var receivedSinceAck = 0
     private var reassembly: [UInt8] = []
 
     // MARK: streams
@@ -77,26 +88,48 @@ public struct SessionCore: Sendable {
 
     /// The live links, oldest first.
     public var liveLinks: [LinkID] { linkOrder }
-    /// The link carrying reliable traffic now, if any.
-    public var activeLink: LinkID? {
-        if let p = preferredLink, links[p] != nil { return p }
+    /// The link carrying the main lane (messages, control) now, if any.
+    public var activeLink: LinkID? { carrier(of: .main) }
+    /// The link that carries `lane` now: its preferred link when that is up and not suspected,
+    /// otherwise the oldest healthy link, otherwise any live link.
+    public func carrier(of lane: Lane) -> LinkID? {
+        let preferred = lane == .main ? preferredLink : (preferredBulkLink ?? preferredLink)
+        if let p = preferred, let s = links[p], !s.suspect { return p }
+        if let healthy = linkOrder.first(where: { links[$0]?.suspect == false }) { return healthy }
+        if let p = preferred, links[p] != nil { return p }
         return linkOrder.first
+    }
+    /// The link for unreliable messages now.
+    public var unreliableLink: LinkID? {
+        if let p = preferredUnreliableLink, let s = links[p], !s.suspect { return p }
+        return activeLink
     }
     /// Last measured round-trip time of a link.
     public func roundTrip(of link: LinkID) -> UInt64? { links[link]?.rtt }
-    /// Reliable bytes not yet acknowledged (sent or queued).
-    public var unacknowledgedBytes: Int { outboxBytes }
-    /// Reliable bytes queued behind the window.
-    public var backlogBytes: Int { outboxBytes - inflightBytes }
+    /// Measurements of a live link for the link policy and `peerlink links`.
+    public func stats(of link: LinkID, now: UInt64) -> LinkStats? {
+        guard let s = links[link] else { return nil }
+        let lost = s.probeOutcomes.filter { $0 }.count
+        return LinkStats(age: now >= s.upAt ? now - s.upAt : 0, rttMillis: s.rtt,
+                         loss: s.probeOutcomes.isEmpty ? 0 : Double(lost) / Double(s.probeOutcomes.count),
+                         throughput: s.throughput, suspect: s.suspect,
+                         silentMillis: now >= s.lastReceived ? now - s.lastReceived : 0)
+    }
+    /// Reliable bytes not yet acknowledged (sent or queued), over both lanes.
+    public var unacknowledgedBytes: Int { mainLane.outboxBytes + bulkLane.outboxBytes }
+    /// Message bytes queued behind the main lane's window.
+    public var backlogBytes: Int { mainLane.backlogBytes }
+    /// Stream and resource bytes queued behind the bulk lane's window.
+    public var bulkBacklogBytes: Int { bulkLane.backlogBytes }
 
     /// The remote's hello said it accepts frames up to this size.
     public mutating func setRemoteMaxFrame(_ n: Int) { remoteMaxFrame = max(1024, min(n, WireLimits.frame)) }
 
     public mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
-        links[link] = LinkState(lastReceived: now, lastSent: now)
+        links[link] = LinkState(lastReceived: now, lastSent: now, upAt: now, rateWindowStart: now)
         linkOrder.append(link)
-        flush()
+        flush(now: now)
     }
 
     /// The link is gone (closed, failed, or declared dead). In-flight records move to the next link.
@@ -104,8 +137,10 @@ public struct SessionCore: Sendable {
         guard links.removeValue(forKey: link) != nil else { return }
         linkOrder.removeAll { $0 == link }
         if preferredLink == link { preferredLink = nil }
+        if preferredBulkLink == link { preferredBulkLink = nil }
+        if preferredUnreliableLink == link { preferredUnreliableLink = nil }
         // A link that comes back under the same name is a new carrier: resend on it.
-        if carryingLink == link { carryingLink = nil }
+        for l in Lane.allCases where lane(l).carryingLink == link { modify(l) { $0.carryingLink = nil } }
         flush()
     }
 
@@ -118,7 +153,7 @@ public struct SessionCore: Sendable {
         if !reliable {
             let limit = remoteMaxFrame - 1
             guard message.count <= limit else { throw SessionError.messageTooLarge(size: message.count, limit: limit) }
-            guard let link = activeLink else { throw SessionError.noLink }
+            guard let link = unreliableLink else { throw SessionError.noLink }
             transmit(.unreliable(payload: message), on: link, now: now)
             return
         }
@@ -237,22 +272,34 @@ public struct SessionCore: Sendable {
     public mutating func receive(_ frame: Frame, on link: LinkID, now: UInt64) {
         guard !isClosed, links[link] != nil else { return }
         links[link]?.lastReceived = now
+        if links[link]?.suspect == true {
+            links[link]?.suspect = false
+            outputs.append(.event(.linkRecovered(link)))
+            flush(now: now)
+        }
         switch frame {
         case let .reliable(seq, record):
-            receiveReliable(seq: seq, record: record, on: link, now: now)
+            receiveReliable(.main, seq: seq, record: record, on: link, now: now)
+        case let .bulk(seq, record):
+            receiveReliable(.bulk, seq: seq, record: record, on: link, now: now)
         case let .ack(upTo):
-            receiveAck(upTo)
-            flush(now: now)
+            receiveAck(.main, upTo, now: now)
+        case let .bulkAck(upTo):
+            receiveAck(.bulk, upTo, now: now)
         case let .unreliable(payload):
             outputs.append(.event(.message(payload, reliable: false)))
         case let .ping(token):
             transmit(.pong(token: token), on: link, now: now)
         case let .pong(token):
             // Several pings may be outstanding on a slow link; any of them measures the RTT.
-            if let pings = links[link]?.outstandingPings, pings.contains(token) {
+            if let s = links[link], s.outstandingPings.contains(token) {
                 let rtt = now >= token ? now - token : 0
                 links[link]?.rtt = rtt
+                // Older pings still unanswered were lost (links keep order).
+                for old in s.outstandingPings where old < token && !s.countedLost.contains(old) { recordProbe(on: link, lost: true) }
+                if !s.countedLost.contains(token) { recordProbe(on: link, lost: false) }
                 links[link]?.outstandingPings.removeAll { $0 <= token }
+                links[link]?.countedLost = s.countedLost.filter { $0 > token }
                 outputs.append(.event(.roundTrip(link: link, millis: rtt)))
             }
         case let .close(reason, text):
@@ -263,7 +310,8 @@ public struct SessionCore: Sendable {
         }
     }
 
-    /// Advances timers: keepalives, dead-link detection and delayed acknowledgements.
+    /// Advances timers: keepalives, suspected and dead links, delayed acknowledgements and
+    /// throughput estimates.
     public mutating func tick(now: UInt64) {
         guard !isClosed else { return }
         for link in linkOrder {
@@ -273,20 +321,41 @@ public struct SessionCore: Sendable {
                 linkDown(link)
                 continue
             }
+            let carrying = Lane.allCases.contains { lane($0).carryingLink == link && lane($0).hasInflight }
+            let suspectAfter = suspectBound(of: s)
             let due: Bool
-            if let last = s.outstandingPings.last {
+            if carrying, now >= s.lastReceived + suspectAfter / 2 {
+                // Data in flight and quiet: probe often, so a live but busy peer answers.
+                due = s.outstandingPings.last.map { now >= $0 + suspectAfter / 2 } ?? true
+            } else if let last = s.outstandingPings.last {
                 due = now >= last + config.keepaliveInterval  // unanswered so far: probe again
             } else {
                 due = now >= s.lastSent + config.keepaliveInterval || now >= s.lastReceived + config.keepaliveInterval
             }
             if due {
                 var pings = s.outstandingPings + [now]
-                if pings.count > SessionCore.maxOutstandingPings { pings.removeFirst(pings.count - SessionCore.maxOutstandingPings) }
+                if pings.count > SessionCore.maxOutstandingPings {
+                    for old in pings.prefix(pings.count - SessionCore.maxOutstandingPings) where !s.countedLost.contains(old) {
+                        recordProbe(on: link, lost: true)
+                    }
+                    pings.removeFirst(pings.count - SessionCore.maxOutstandingPings)
+                }
                 links[link]?.outstandingPings = pings
                 transmit(.ping(token: now), on: link, now: now)
             }
+            // A probe unanswered for long counts as lost now (a late answer still gives an RTT).
+            let deadline = max(config.keepaliveInterval, 4 * (s.rtt ?? 0))
+            for token in s.outstandingPings where now >= token + deadline && !(links[link]?.countedLost.contains(token) ?? true) {
+                links[link]?.countedLost.insert(token)
+                recordProbe(on: link, lost: true)
+            }
+            updateThroughput(of: link, now: now)
         }
-        if receivedSinceAck > 0, !acknowledgementsPaused, let link = activeLink { sendAck(on: link, now: now) }
+        suspectSilentCarriers(now: now)
+        guard !acknowledgementsPaused else { return }
+        for l in Lane.allCases where lane(l).receivedSinceAck > 0 {
+            if let link = ackLink(for: l) { sendAck(l, on: link, now: now) }
+        }
     }
 
     // MARK: - Internals
@@ -305,71 +374,97 @@ public struct SessionCore: Sendable {
     }
 
     private mutating func enqueue(_ record: Record) {
-        let size = Frame.reliable(seq: nextSeq, record: record).encodedSizeEstimate
-        outbox.append(Pending(seq: nextSeq, record: record, size: size))
-        outboxBytes += size
-        nextSeq += 1
+        modify(Lane.of(record)) { $0.enqueue(record) }
+    }
+
+    private func suspectBound(of s: LinkState) -> UInt64 { max(config.suspectAfter, 4 * (s.rtt ?? 0)) }
+
+    private mutating func recordProbe(on link: LinkID, lost: Bool) {
+        guard links[link] != nil else { return }
+        links[link]?.probeOutcomes.append(lost)
+        if let n = links[link]?.probeOutcomes.count, n > 20 { links[link]?.probeOutcomes.removeFirst(n - 20) }
+    }
+
+    /// Suspects carriers that have records in flight and have been silent past their bound,
+    /// when another link could take over.
+    private mutating func suspectSilentCarriers(now: UInt64) {
+        for lane in Lane.allCases {
+            let l = self.lane(lane)
+            guard let link = l.carryingLink, let sent = l.oldestInflightSentAt,
+                  let s = links[link], !s.suspect else { continue }
+            let bound = suspectBound(of: s)
+            guard now >= sent + bound, now >= s.lastReceived + bound,
+                  linkOrder.contains(where: { $0 != link && links[$0]?.suspect == false }) else { continue }
+            links[link]?.suspect = true
+            outputs.append(.event(.linkSuspected(link, silentFor: now - s.lastReceived)))
+            flush(now: now)
+        }
+    }
+
+    /// Folds acknowledged bytes into the link's capacity estimate once a second. A second in
+    /// which the window was full measures capacity; other seconds can only raise the estimate.
+    private mutating func updateThroughput(of link: LinkID, now: UInt64) {
+        guard var s = links[link], now >= s.rateWindowStart + 1000 else { return }
+        let rate = Double(s.rateWindowBytes) * 1000 / Double(now - s.rateWindowStart)
+        if s.saturated {
+            s.throughput = s.throughput.map { 0.5 * $0 + 0.5 * rate } ?? rate
+        } else if rate > (s.throughput ?? 0), s.rateWindowBytes > 0 {
+            s.throughput = rate
+        }
+        s.rateWindowStart = now
+        s.rateWindowBytes = 0
+        s.saturated = false
+        links[link] = s
     }
 
     private mutating func flush(now: UInt64? = nil) {
-        guard !isClosed, let link = activeLink else { return }
-        let t = now ?? links[link]?.lastSent ?? 0
-        if carryingLink != link {
+        guard !isClosed else { return }
+        let window = config.sendWindow
+        for l in Lane.allCases {
+            guard let link = carrier(of: l) else { continue }
+            let t = now ?? links[link]?.lastSent ?? 0
             // A new carrier: everything unacknowledged goes out again on it, in order.
-            carryingLink = link
-            sentIndex = outboxHead
-            inflightBytes = 0
-        }
-        while sentIndex < outbox.count, inflightBytes < config.sendWindow {
-            let p = outbox[sentIndex]
-            transmit(.reliable(seq: p.seq, record: p.record), on: link, now: t)
-            inflightBytes += p.size
-            sentIndex += 1
+            if lane(l).carryingLink != link { modify(l) { $0.restart(on: link) } }
+            while let frame = modify(l, { $0.nextToSend(window: window, now: t) }) {
+                transmit(frame, on: link, now: t)
+            }
+            if lane(l).backlogBytes > 0 { links[link]?.saturated = true }
         }
     }
 
-    private mutating func receiveAck(_ upTo: UInt64) {
-        guard upTo < nextSeq else {
-            outputs.append(.event(.protocolViolation("acknowledgement of \(upTo) for records never sent (last is \(nextSeq - 1))")))
+    private mutating func receiveAck(_ lane: Lane, _ upTo: UInt64, now: UInt64) {
+        guard let acked = modify(lane, { $0.acknowledge(upTo: upTo) }) else {
+            let last = self.lane(lane).nextSeq - 1
+            outputs.append(.event(.protocolViolation("acknowledgement of \(upTo) for \(lane.rawValue) records never sent (last is \(last))")))
             return
         }
-        while outboxHead < outbox.count, outbox[outboxHead].seq <= upTo {
-            let p = outbox[outboxHead]
-            outboxBytes -= p.size
-            if outboxHead < sentIndex { inflightBytes -= p.size }
-            outboxHead += 1
-        }
-        if sentIndex < outboxHead { sentIndex = outboxHead }
-        if outboxHead > 1024, outboxHead * 2 > outbox.count {
-            outbox.removeFirst(outboxHead)
-            sentIndex -= outboxHead
-            outboxHead = 0
-        }
+        if let carrier = self.lane(lane).carryingLink { links[carrier]?.rateWindowBytes += acked }
+        flush(now: now)
     }
 
-    private mutating func receiveReliable(seq: UInt64, record: Record, on link: LinkID, now: UInt64) {
-        receivedSinceAck += 1
-        if seq == delivered + 1 {
-            deliver(record, now: now)
-            delivered = seq
-            while let next = reorder.removeValue(forKey: delivered + 1) {
-                deliver(next, now: now)
-                delivered += 1
-            }
-        } else if seq > delivered + 1 {
-            if reorder.count >= config.maxReorder {
-                outputs.append(.event(.protocolViolation("more than \(config.maxReorder) reliable records out of order")))
-            } else {
-                reorder[seq] = record
-            }
+    private mutating func receiveReliable(_ lane: Lane, seq: UInt64, record: Record, on link: LinkID, now: UInt64) {
+        let maxReorder = config.maxReorder
+        let arrival = modify(lane) { $0.receive(seq: seq, record: record, on: link, maxReorder: maxReorder) }
+        switch arrival {
+        case let .deliver(records):
+            for r in records { deliver(r, now: now) }
+        case .held, .duplicate:
+            break
+        case .overflow:
+            outputs.append(.event(.protocolViolation("more than \(config.maxReorder) \(lane.rawValue) records out of order")))
         }
-        // seq <= delivered: a duplicate after a link change; acknowledged, not delivered again.
-        if receivedSinceAck >= config.ackEvery, !acknowledgementsPaused { sendAck(on: link, now: now) }
+        if self.lane(lane).receivedSinceAck >= config.ackEvery, !acknowledgementsPaused { sendAck(lane, on: link, now: now) }
     }
 
-    private mutating func sendAck(on link: LinkID, now: UInt64) {
-        receivedSinceAck = 0
-        transmit(.ack(upTo: delivered), on: link, now: now)
+    /// Acknowledgements go back on the link the records came on, unless it is gone.
+    private func ackLink(for lane: Lane) -> LinkID? {
+        if let l = self.lane(lane).ackLink, links[l] != nil, links[l]?.suspect == false { return l }
+        return activeLink
+    }
+
+    private mutating func sendAck(_ lane: Lane, on link: LinkID, now: UInt64) {
+        let frame = modify(lane) { $0.takeAck() }
+        transmit(frame, on: link, now: now)
     }
 
     private mutating func deliver(_ record: Record, now: UInt64) {
@@ -446,7 +541,7 @@ extension Frame {
     /// payloads up to a few bytes of header; used for window accounting only).
     var encodedSizeEstimate: Int {
         switch self {
-        case let .reliable(_, record):
+        case let .reliable(_, record), let .bulk(_, record):
             switch record {
             case let .messagePart(_, b): return 11 + b.count
             case let .streamData(_, b): return 14 + b.count

@@ -1,0 +1,141 @@
+import XCTest
+@testable import PeerLinkCore
+import PeerLinkWire
+
+/// Two reliable lanes: messages and control on one carrier, stream/resource bytes on another,
+/// each with its own sequence space, and each handed over on its own when its link fails.
+final class SessionLaneTests: XCTestCase {
+    func streamBytes(_ events: [SessionEvent], _ id: UInt32) -> [UInt8] {
+        events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return b }; return [] }
+    }
+
+    /// Opens a stream from A to B with link 1 for messages and link 2 for bulk.
+    func splitPair() throws -> (SessionPair, UInt32) {
+        var c = SessionConfig()
+        c.streamWindow = 1 << 20
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        p.up(2)
+        p.a.preferredLink = 1
+        p.a.preferredBulkLink = 2
+        p.b.preferredLink = 1
+        p.b.preferredBulkLink = 2
+        let id = try p.a.openStream(name: "bulk", now: 0)
+        p.settle()
+        return (p, id)
+    }
+
+    func testBulkTravelsOnItsOwnLinkWithItsOwnSequence() throws {
+        let (p, id) = try splitPair()
+        let data = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        try p.a.write(data, to: id, now: 0)
+        for i in 0..<20 { try p.a.send(message(i, size: 100), reliable: true, now: 0) }
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, id), data)
+        XCTAssertEqual(p.reliableMessagesB, (0..<20).map { message($0, size: 100) })
+        XCTAssertTrue(p.eventsB.contains(.streamClosed(stream: id, status: .finished)))
+        let bulk = p.sentByA.filter { if case .bulk = $0.frame { return true }; return false }
+        let main = p.sentByA.filter { if case .reliable = $0.frame { return true }; return false }
+        XCTAssertFalse(bulk.isEmpty)
+        XCTAssertTrue(bulk.allSatisfy { $0.link == 2 }, "stream bytes on the bulk link only")
+        XCTAssertTrue(main.allSatisfy { $0.link == 1 }, "messages and the stream open on the message link only")
+        // The bulk lane numbers its own records from 1, independently of the messages.
+        let seqs = bulk.compactMap { f -> UInt64? in if case let .bulk(s, _) = f.frame { return s }; return nil }
+        XCTAssertEqual(seqs, Array(1...UInt64(seqs.count)))
+        XCTAssertEqual(p.a.unacknowledgedBytes, 0)
+        XCTAssertEqual(p.a.carrier(of: .bulk), 2)
+        XCTAssertEqual(p.a.carrier(of: .main), 1)
+        // The bulk link carried data, so it has a capacity estimate after a second.
+        p.advance(by: 1100)
+        XCTAssertNotNil(p.a.stats(of: 2, now: p.now)?.throughput)
+    }
+
+    func testBulkLinkDiesMidTransferAndOnlyBulkMoves() throws {
+        let (p, id) = try splitPair()
+        let data = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try p.a.write(data, to: id, now: 0)
+        p.run(limit: 5)
+        p.dropInFlight(on: 2)
+        p.down(2)
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, id), data, "exactly once, in order, after the bulk link died")
+        XCTAssertEqual(p.a.carrier(of: .bulk), 1)
+        XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
+    }
+
+    func testSilentBulkCarrierIsSuspectedAndRecovers() throws {
+        let (p, id) = try splitPair()
+        p.cut = [2]
+        try p.a.write([UInt8](repeating: 9, count: 50_000), to: id, now: p.now)
+        try p.a.send([1, 2, 3], reliable: true, now: p.now)
+        p.advance(by: 300)
+        XCTAssertEqual(p.a.carrier(of: .bulk), 2, "not suspected before suspectAfter")
+        p.advance(by: 200)
+        XCTAssertTrue(p.eventsA.contains { if case .linkSuspected(2, _) = $0 { return true }; return false })
+        XCTAssertEqual(p.a.carrier(of: .bulk), 1, "bulk moved to the link that still answers")
+        XCTAssertEqual(p.a.carrier(of: .main), 1)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 50_000)
+        XCTAssertEqual(p.reliableMessagesB, [[1, 2, 3]])
+        XCTAssertTrue(p.a.stats(of: 2, now: p.now)?.suspect ?? false)
+        // The link speaks again: no longer suspected, bulk returns to its preferred link.
+        p.cut = []
+        p.advance(by: 600)
+        XCTAssertTrue(p.eventsA.contains(.linkRecovered(2)))
+        XCTAssertEqual(p.a.carrier(of: .bulk), 2)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 50_000, "nothing delivered twice")
+        XCTAssertTrue(p.a.liveLinks.contains(2))
+    }
+
+    func testNoSuspicionWithoutAnotherLinkOrWithoutDataInFlight() throws {
+        var c = SessionConfig()
+        c.keepaliveInterval = 1000
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        p.cut = [1]
+        try p.a.send([1], reliable: true, now: 0)
+        p.advance(by: 2000)
+        XCTAssertFalse(p.eventsA.contains { if case .linkSuspected = $0 { return true }; return false }, "only one link: nowhere to go")
+        let q = SessionPair(a: c, b: c)
+        q.up(1)
+        q.up(2)
+        q.cut = [1]
+        q.advance(by: 2000)
+        XCTAssertFalse(q.eventsA.contains { if case .linkSuspected = $0 { return true }; return false }, "idle: nothing to suspect")
+    }
+
+    func testUnansweredProbesCountAsLoss() throws {
+        var c = SessionConfig()
+        c.keepaliveInterval = 200
+        c.deadAfter = 10_000
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        p.up(2)
+        p.advance(by: 2000)
+        XCTAssertEqual(p.a.stats(of: 1, now: p.now)?.loss, 0)
+        p.cut = [1]
+        p.advance(by: 3000)
+        let loss = p.a.stats(of: 1, now: p.now)?.loss ?? 0
+        XCTAssertGreaterThan(loss, 0.4, "probes on a silent link are lost")
+        XCTAssertEqual(p.a.stats(of: 2, now: p.now)?.loss, 0)
+    }
+
+    func testBulkFrameWithAMessageRecordIsRefused() {
+        var w = WireWriter()
+        w.u8(Frame.Kind.bulk.rawValue); w.u64(1); w.u8(Record.Kind.messagePart.rawValue); w.u8(1); w.append([1, 2])
+        XCTAssertThrowsError(try Frame.decode(w.bytes)) { e in
+            XCTAssertTrue("\(e)".contains("bulk"), "\(e)")
+        }
+    }
+
+    func testBulkAckForUnsentRecordsIsAViolation() {
+        var a = SessionCore(role: .initiator)
+        a.linkUp(1, now: 0)
+        _ = a.takeOutputs()
+        a.receive(.bulkAck(upTo: 5), on: 1, now: 1)
+        let v = a.takeOutputs().compactMap { o -> String? in if case let .event(.protocolViolation(s)) = o { return s }; return nil }
+        XCTAssertEqual(v.count, 1)
+        XCTAssertTrue(v.first?.contains("bulk") ?? false)
+    }
+}
