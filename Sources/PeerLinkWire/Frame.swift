@@ -3,7 +3,7 @@ public enum Frame: Equatable, Sendable {
     /// Ask the remote node to join a session; `context` is opaque application data.
     case invite(id: UInt32, timeoutMillis: UInt32, context: [UInt8])
     /// Answer to `invite`.
-    case inviteReply(id: UInt32, accepted: Bool)
+    case inviteReply(id: UInt32, answer: InviteAnswer)
     /// A reliable, ordered record with an end-to-end sequence number (starting at 1).
     case reliable(seq: UInt64, record: Record)
     /// Cumulative acknowledgement: every reliable record with `seq <= upTo` has arrived.
@@ -35,8 +35,8 @@ public enum Frame: Equatable, Sendable {
             let ctx = context.prefix(WireLimits.inviteContext)
             w.u8(Kind.invite.rawValue); w.u32(id); w.u32(timeout)
             w.u16(UInt16(ctx.count)); w.append(ctx)
-        case let .inviteReply(id, accepted):
-            w.u8(Kind.inviteReply.rawValue); w.u32(id); w.u8(accepted ? 1 : 0)
+        case let .inviteReply(id, answer):
+            w.u8(Kind.inviteReply.rawValue); w.u32(id); w.u8(answer.rawValue)
         case let .reliable(seq, record):
             w.u8(Kind.reliable.rawValue); w.u64(seq); record.encode(into: &w)
         case let .ack(upTo):
@@ -76,8 +76,10 @@ public enum Frame: Equatable, Sendable {
         case .inviteReply:
             let id = try r.u32("invite id")
             let a = try r.u8("invite answer")
-            guard a <= 1 else { throw WireError.invalid(field: "invite answer", reason: "must be 0 or 1, got \(a)") }
-            frame = .inviteReply(id: id, accepted: a == 1)
+            guard let answer = InviteAnswer(rawValue: a) else {
+                throw WireError.invalid(field: "invite answer", reason: "must be 0, 1 or 2, got \(a)")
+            }
+            frame = .inviteReply(id: id, answer: answer)
         case .reliable:
             let seq = try r.u64("sequence number")
             guard seq > 0 else { throw WireError.invalid(field: "sequence number", reason: "must start at 1") }
@@ -109,6 +111,14 @@ public enum Frame: Equatable, Sendable {
         try r.expectEnd()
         return frame
     }
+}
+
+/// The listener's answer to an invitation.
+public enum InviteAnswer: UInt8, Sendable {
+    case declined = 0, accepted = 1
+    /// Both nodes invited each other at once and this listener's own invitation wins the
+    /// tie-break (docs/PROTOCOL.md §10.1): the dialler will be invited instead.
+    case crossed = 2
 }
 
 /// Why a link or session was closed.

@@ -25,7 +25,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
     ]
 
     static let invite = Frame.invite(id: 0x1234_5678, timeoutMillis: 30000, context: Array("lab".utf8))
-    static let inviteReply = Frame.inviteReply(id: 0x1234_5678, accepted: true)
+    static let inviteReply = Frame.inviteReply(id: 0x1234_5678, answer: .accepted)
 
     var doc: DocVectors!
 

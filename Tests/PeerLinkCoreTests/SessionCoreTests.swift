@@ -479,7 +479,7 @@ final class SessionCoreTests: XCTestCase {
         var b = SessionCore(role: .responder)
         b.linkUp(1, now: 0)
         b.receive(.invite(id: 1, timeoutMillis: 1, context: []), on: 1, now: 0)
-        b.receive(.inviteReply(id: 1, accepted: true), on: 1, now: 0)
+        b.receive(.inviteReply(id: 1, answer: .accepted), on: 1, now: 0)
         b.receive(.reliable(seq: 1, record: .messagePart(final: true, bytes: [1])), on: 9, now: 0)  // unknown link
         XCTAssertTrue(b.takeOutputs().isEmpty)
     }

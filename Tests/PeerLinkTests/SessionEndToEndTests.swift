@@ -316,5 +316,6 @@ final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var v = 0
     func set(_ n: Int) { lock.withLock { v = n } }
+    func increment() { lock.withLock { v += 1 } }
     var value: Int { lock.withLock { v } }
 }

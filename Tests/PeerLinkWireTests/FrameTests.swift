@@ -9,8 +9,8 @@ final class FrameTests: XCTestCase {
         .invite(id: 7, timeoutMillis: 30_000, context: [1, 2, 3]),
         .invite(id: 0, timeoutMillis: 0, context: []),
         .invite(id: .max, timeoutMillis: .max, context: [UInt8](repeating: 0xab, count: WireLimits.inviteContext)),
-        .inviteReply(id: 7, accepted: true),
-        .inviteReply(id: 8, accepted: false),
+        .inviteReply(id: 7, answer: .accepted),
+        .inviteReply(id: 8, answer: .declined),
         .reliable(seq: 1, record: .messagePart(final: true, bytes: bytes("hello"))),
         .reliable(seq: 2, record: .messagePart(final: false, bytes: [])),
         .reliable(seq: .max, record: .streamOpen(stream: 1, name: "chat")),
@@ -65,7 +65,7 @@ final class FrameTests: XCTestCase {
 
     func testKnownEncodings() throws {
         XCTAssertEqual(Frame.ack(upTo: 0x0102).encode(), [0x04, 0, 0, 0, 0, 0, 0, 0x01, 0x02])
-        XCTAssertEqual(Frame.inviteReply(id: 1, accepted: true).encode(), [0x02, 0, 0, 0, 1, 1])
+        XCTAssertEqual(Frame.inviteReply(id: 1, answer: .accepted).encode(), [0x02, 0, 0, 0, 1, 1])
         XCTAssertEqual(Frame.unreliable(payload: [0xaa]).encode(), [0x05, 0xaa])
         XCTAssertEqual(Frame.reliable(seq: 1, record: .messagePart(final: true, bytes: [0x41])).encode(),
                        [0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0x01, 0x01, 0x41])
@@ -192,7 +192,8 @@ final class FrameTests: XCTestCase {
 
     func testBadBoolBytes() {
         // inviteReply answer
-        XCTAssertEqual(assertWireError(try Frame.decode([0x02, 0, 0, 0, 1, 2]))?.isInvalid, true)
+        XCTAssertEqual(try Frame.decode([0x02, 0, 0, 0, 1, 2]), .inviteReply(id: 1, answer: .crossed))
+        XCTAssertEqual(assertWireError(try Frame.decode([0x02, 0, 0, 0, 1, 3]))?.isInvalid, true)
         XCTAssertEqual(assertWireError(try Frame.decode([0x02, 0, 0, 0, 1, 0xff]))?.isInvalid, true)
         // messagePart final flag
         var w = WireWriter()

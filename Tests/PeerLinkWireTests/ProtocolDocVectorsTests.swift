@@ -21,7 +21,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
 
     static let frames: [(String, Frame)] = [
         ("frame-invite", .invite(id: 0x1234_5678, timeoutMillis: 30000, context: Array("lab".utf8))),
-        ("frame-invite-reply", .inviteReply(id: 0x1234_5678, accepted: true)),
+        ("frame-invite-reply", .inviteReply(id: 0x1234_5678, answer: .accepted)),
         ("frame-reliable", .reliable(seq: 1, record: .messagePart(final: true, bytes: Array("hi".utf8)))),
         ("frame-ack", .ack(upTo: 42)),
         ("frame-unreliable", .unreliable(payload: Array("pos=3,4".utf8))),

@@ -54,6 +54,7 @@ public final class Browser: Sendable {
     public let events: AsyncStream<DiscoveryEvent>
     private let sink: AsyncStream<DiscoveryEvent>.Continuation
     private let handle = HandleBox()
+    private let observers = ObserverList()
 
     public init(node: Node, service: ServiceType, discovery: Discovery) {
         self.node = node
@@ -65,14 +66,21 @@ public final class Browser: Sendable {
     public func start() throws {
         let me = node.peerID
         let sink = self.sink
+        let observers = self.observers
         handle.set(try discovery.browse(service) { e in
             switch e {
             case let .found(p) where p.peerID == me, let .updated(p) where p.peerID == me: return
             case let .lost(p) where p == me: return
-            default: sink.yield(e)
+            default:
+                sink.yield(e)
+                for o in observers.all() { o(e) }
             }
         })
     }
+
+    /// Also delivers every event to `observer` (used by `Session.follow`); `events` still
+    /// gets them all.
+    func addObserver(_ observer: @escaping @Sendable (DiscoveryEvent) -> Void) { observers.add(observer) }
 
     public func stop() {
         handle.set(nil)
@@ -93,4 +101,12 @@ final class HandleBox: @unchecked Sendable {
         let old = lock.withLock { () -> DiscoveryHandle? in defer { handle = h }; return handle }
         old?.stop()
     }
+}
+
+/// Callbacks registered on a browser.
+final class ObserverList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [@Sendable (DiscoveryEvent) -> Void] = []
+    func add(_ o: @escaping @Sendable (DiscoveryEvent) -> Void) { lock.withLock { list.append(o) } }
+    func all() -> [@Sendable (DiscoveryEvent) -> Void] { lock.withLock { list } }
 }

@@ -88,25 +88,67 @@ public actor Node {
             link.close()
             return
         }
+        let remote = link.remotePeer
+        // Another link of a peer already in one of our sessions (same incarnation of both
+        // nodes): it joins without asking the application again.
+        if let session = await joinableSession(for: link) {
+            link.send(.inviteReply(id: id, answer: .accepted))
+            await session.attach(link, initiator: false)
+            return
+        }
+        // Both nodes invited each other at once: the invitation of the smaller peer ID wins.
+        if let mine = dialling[remote] {
+            if peerID < remote {
+                link.send(.inviteReply(id: id, answer: .crossed))
+                await link.connection.flush()
+                link.close()
+            } else {
+                link.send(.inviteReply(id: id, answer: .accepted))
+                await mine.attach(link, initiator: false)
+            }
+            return
+        }
         guard let handler = invitationHandler, pendingInvitations < maxPendingInvitations else {
-            link.send(.inviteReply(id: id, accepted: false))
+            link.send(.inviteReply(id: id, answer: .declined))
             await link.connection.flush()
             link.close()
             return
         }
         pendingInvitations += 1
         let seconds = min(max(Double(timeoutMillis) / 1000, 1), 300)
-        let invitation = Invitation(peer: link.remotePeer, displayName: link.remoteHello.displayName, context: context, timeout: seconds)
+        let invitation = Invitation(peer: remote, displayName: link.remoteHello.displayName, context: context, timeout: seconds)
         handler(invitation)
         let session = await invitation.decision()
         pendingInvitations -= 1
-        link.send(.inviteReply(id: id, accepted: session != nil))
+        link.send(.inviteReply(id: id, answer: session != nil ? .accepted : .declined))
         if let session {
             await session.attach(link, initiator: false)
         } else {
             await link.connection.flush()
             link.close()
         }
+    }
+
+    // MARK: sessions known to this node
+
+    private var sessions: [ObjectIdentifier: WeakSession] = [:]
+    /// Sessions with an invitation of ours in progress, by the invited peer (tie-break).
+    private var dialling: [PeerID: Session] = [:]
+
+    /// Remembers a session that has peers, so later links of those peers can join it.
+    func remember(_ session: Session) {
+        sessions = sessions.filter { $0.value.session != nil }
+        sessions[ObjectIdentifier(session)] = WeakSession(session: session)
+    }
+
+    /// The session whose channel to the link's peer belongs to the same incarnation.
+    private func joinableSession(for link: SecureLink) async -> Session? {
+        for entry in sessions.values {
+            guard let s = entry.session, let c = s.registry.channel(for: link.remotePeer),
+                  c.remoteToken == link.remoteHello.sessionToken, await c.isAlive else { continue }
+            return s
+        }
+        return nil
     }
 
     /// Reads one frame, closing the link if none comes within `timeout` seconds.
@@ -119,56 +161,95 @@ public actor Node {
         return try await link.receive()
     }
 
-    /// Dials a peer on its endpoints (in order), authenticates it, invites it into `session`
-    /// and returns once it accepted. Throws if every endpoint fails, the key does not belong
+    /// Dials a peer, authenticates it, invites it into `session` and returns once it accepted.
+    /// Endpoints are tried in the order the session's link policy prefers (Bluetooth first by
+    /// default); once one link is up, the session's link manager adds links on the peer's
+    /// other paths in the background. Throws if every endpoint fails, the key does not belong
     /// to `peer.peerID`, the peer declines, or no answer comes within `timeout` seconds.
     public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Double = 30) async throws {
         guard context.count <= WireLimits.inviteContext else {
             throw WireError.limitExceeded(field: "invitation context size", value: context.count, limit: WireLimits.inviteContext)
         }
-        openDatagramSocket()
+        let paths = LinkPaths.select(peer.endpoints, policy: session.policy.kind, media: Set(transports.map(\.medium)))
+        let alreadyConnected = session.registry.channel(for: peer.peerID) != nil
+        if !alreadyConnected { dialling[peer.peerID] = session }
+        defer { if dialling[peer.peerID] === session { dialling[peer.peerID] = nil } }
         var reasons: [String] = []
-        for endpoint in peer.endpoints {
-            guard let transport = transports.first(where: { $0.medium == endpoint.medium }) else { continue }
+        for endpoint in paths.map(\.endpoint) {
             let link: SecureLink
             do {
-                let conn = try await transport.connect(to: endpoint, timeout: min(timeout, 10))
-                link = try await SecureLink.establish(over: conn, initiator: true, identity: identity, hello: hello(),
-                                                      expecting: peer.peerID, timeout: handshakeTimeout, udp: udp)
+                link = try await dial(endpoint, expecting: peer.peerID, timeout: timeout)
             } catch {
                 reasons.append("\(endpoint): \(error)")
                 continue
             }
-            let id = UInt32.random(in: 1...UInt32.max)
-            let alreadyConnected = session.registry.channel(for: peer.peerID) != nil
-            if !alreadyConnected { session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .connecting)) }
+            let connected = session.registry.channel(for: peer.peerID) != nil
+            if !connected { session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .connecting)) }
             func failed() {
-                if !alreadyConnected { session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .notConnected)) }
+                if session.registry.channel(for: peer.peerID) == nil {
+                    session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .notConnected))
+                }
             }
-            link.send(.invite(id: id, timeoutMillis: UInt32(min(timeout, 300) * 1000), context: context))
-            let reply: Frame?
-            do {
-                reply = try await Node.receive(link, timeout: timeout + 2)
-            } catch {
-                link.close()
-                failed()
-                throw PeerLinkError.invitationTimedOut(peer.peerID, seconds: timeout)
-            }
-            guard case let .inviteReply(rid, accepted)? = reply, rid == id else {
-                link.close()
-                failed()
-                if reply == nil { throw PeerLinkError.invitationTimedOut(peer.peerID, seconds: timeout) }
-                throw LinkError.protocolError("expected an answer to the invitation")
-            }
-            guard accepted else {
+            switch try await requestJoin(link, context: context, timeout: timeout) {
+            case .accepted:
+                if !alreadyConnected, session.registry.channel(for: peer.peerID) != nil {
+                    // Crossed invitations: the peer's own invitation joined it meanwhile (it won
+                    // the tie-break); this second link on the same path is surplus.
+                    link.close()
+                    return
+                }
+                let id = await session.attach(link, initiator: true)
+                await session.manager(for: peer.peerID).start(node: self, info: peer, first: endpoint, link: id)
+                return
+            case .declined:
                 link.close()
                 failed()
                 throw PeerLinkError.invitationDeclined(peer.peerID)
+            case .crossed:
+                // The peer invites us at the same moment and its invitation wins: we accept
+                // it automatically (handleIncoming); wait for that link to join the session.
+                link.close()
+                if await session.waitForChannel(peer.peerID, timeout: timeout) { return }
+                failed()
+                throw PeerLinkError.invitationTimedOut(peer.peerID, seconds: timeout)
             }
-            await session.attach(link, initiator: true)
-            return
         }
-        if reasons.isEmpty { reasons.append("no endpoint on a medium this node has") }
+        if reasons.isEmpty { reasons.append("no endpoint on a medium this node has (or the policy allows)") }
         throw PeerLinkError.unreachable(peer.peerID, reasons: reasons)
     }
+
+    /// Connects to `endpoint` and runs the handshake, checking the peer's identity.
+    func dial(_ endpoint: TransportEndpoint, expecting peer: PeerID, timeout: Double) async throws -> SecureLink {
+        guard let transport = transports.first(where: { $0.medium == endpoint.medium }) else {
+            throw TransportError.unsupported("this node has no \(endpoint.medium.rawValue) transport")
+        }
+        openDatagramSocket()
+        let conn = try await transport.connect(to: endpoint, timeout: min(timeout, 10))
+        return try await SecureLink.establish(over: conn, initiator: true, identity: identity, hello: hello(),
+                                              expecting: peer, timeout: handshakeTimeout, udp: udp)
+    }
+
+    /// Sends the invitation on a fresh link and waits for the answer.
+    func requestJoin(_ link: SecureLink, context: [UInt8], timeout: Double) async throws -> InviteAnswer {
+        let id = UInt32.random(in: 1...UInt32.max)
+        link.send(.invite(id: id, timeoutMillis: UInt32(min(timeout, 300) * 1000), context: context))
+        let reply: Frame?
+        do {
+            reply = try await Node.receive(link, timeout: timeout + 2)
+        } catch {
+            link.close()
+            throw PeerLinkError.invitationTimedOut(link.remotePeer, seconds: timeout)
+        }
+        guard case let .inviteReply(rid, answer)? = reply, rid == id else {
+            link.close()
+            if reply == nil { throw PeerLinkError.invitationTimedOut(link.remotePeer, seconds: timeout) }
+            throw LinkError.protocolError("expected an answer to the invitation")
+        }
+        return answer
+    }
+}
+
+/// A session a node remembers without keeping it alive.
+struct WeakSession {
+    weak var session: Session?
 }

@@ -47,6 +47,8 @@ actor PeerChannel {
     }
 
     var isAlive: Bool { !ended }
+    /// The ids of the live links.
+    func linkIDs() -> Set<LinkID> { Set(links.keys) }
 
     // MARK: links
 

@@ -23,6 +23,9 @@ public final class Session: Sendable {
         case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: String)
         /// A keepalive measured a link's round trip.
         case roundTrip(PeerID, link: LinkID, millis: UInt64)
+        /// The link manager could not add a link on one of the peer's paths; it tries again
+        /// after `retryIn` seconds.
+        case linkAttemptFailed(PeerID, endpoint: TransportEndpoint, reason: String, retryIn: Double)
     }
 
     public let node: Node
@@ -38,6 +41,7 @@ public final class Session: Sendable {
     let continuation: AsyncStream<Event>.Continuation
     let unread = EventCounter()
     let registry = ChannelRegistry()
+    private let managers = ManagerRegistry()
 
     /// Creates an empty session for `node`.
     public init(node: Node, config: SessionConfig = SessionConfig(), policy: LinkPolicy = LinkPolicy(),
@@ -139,14 +143,47 @@ public final class Session: Sendable {
         await registry.channel(for: peer)?.leave()
     }
 
+    /// Tells the session about a peer's current discovery record: the link manager adds links
+    /// on paths that appeared (e.g. Wi-Fi found during a Bluetooth session). Only peers this
+    /// session invited have a link manager; others are ignored.
+    public func update(_ peer: PeerInfo) async {
+        await managers.existing(peer.peerID)?.update(peer)
+    }
+
+    /// Feeds every found or updated record of `browser` to `update(_:)`.
+    public func follow(_ browser: Browser) {
+        browser.addObserver { [weak self] event in
+            guard let self else { return }
+            switch event {
+            case let .found(p), let .updated(p): Task { await self.update(p) }
+            default: break
+            }
+        }
+    }
+
+    /// The link manager of a peer this session invited.
+    func manager(for peer: PeerID) -> LinkManager { managers.get(peer, session: self) }
+
+    /// Waits until the peer has a channel (joined through the other side's invitation).
+    func waitForChannel(_ peer: PeerID, timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if registry.channel(for: peer) != nil { return true }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return registry.channel(for: peer) != nil
+    }
+
     /// Adds an authenticated, invited link: joins the peer's channel when the link belongs to
-    /// the same incarnation of both nodes, otherwise starts a fresh channel.
-    func attach(_ link: SecureLink, initiator: Bool) async {
+    /// the same incarnation of both nodes, otherwise starts a fresh channel. Returns the link's id.
+    @discardableResult
+    func attach(_ link: SecureLink, initiator: Bool) async -> LinkID {
+        await node.remember(self)
         let token = link.remoteHello.sessionToken
         if let existing = registry.channel(for: link.remotePeer) {
             if existing.remoteToken == token, await existing.isAlive {
                 await existing.add(link)
-                return
+                return link.id
             }
             await existing.leave(reason: .duplicateLink, text: "replaced by a new session with the same peer")
         }
@@ -154,10 +191,12 @@ public final class Session: Sendable {
                                   remoteToken: token, initiator: initiator, config: config)
         registry.set(channel, for: link.remotePeer)
         await channel.add(link)
+        return link.id
     }
 
     func channelEnded(_ channel: PeerChannel) {
         registry.remove(channel)
+        if registry.channel(for: channel.peer) == nil, let m = managers.remove(channel.peer) { Task { await m.stop() } }
     }
 
     func emit(_ e: Event) {
@@ -183,6 +222,22 @@ final class ChannelRegistry: @unchecked Sendable {
     func set(_ c: PeerChannel, for p: PeerID) { lock.withLock { channels[p] = c } }
     func remove(_ c: PeerChannel) { lock.withLock { if channels[c.peer] === c { channels[c.peer] = nil } } }
     func all() -> [PeerChannel] { lock.withLock { Array(channels.values) } }
+}
+
+/// The link managers of a session, by peer.
+final class ManagerRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var managers: [PeerID: LinkManager] = [:]
+    func get(_ p: PeerID, session: Session) -> LinkManager {
+        lock.withLock {
+            if let m = managers[p] { return m }
+            let m = LinkManager(peer: p, session: session)
+            managers[p] = m
+            return m
+        }
+    }
+    func existing(_ p: PeerID) -> LinkManager? { lock.withLock { managers[p] } }
+    func remove(_ p: PeerID) -> LinkManager? { lock.withLock { managers.removeValue(forKey: p) } }
 }
 
 /// One link as `peerlink links` shows it.

@@ -28,6 +28,7 @@ public final class MemoryNetwork: @unchecked Sendable {
         set { lock.withLock { _conditions = newValue } }
     }
     private var _conditions: [String: MemoryLinkConditions] = [:]
+    private var unreachable: Set<String> = []
 
     public init() {}
 
@@ -41,9 +42,10 @@ public final class MemoryNetwork: @unchecked Sendable {
     func unregister(_ address: String) { lock.withLock { _ = listeners.removeValue(forKey: address) } }
 
     func connect(from: String, to address: String, medium: Medium = .memory) throws -> MessageConnection {
-        let (handler, cond): ((@Sendable (MessageConnection) -> Void)?, MemoryLinkConditions) = lock.withLock {
-            (listeners[address], _conditions[address] ?? MemoryLinkConditions())
+        let (handler, cond, down): ((@Sendable (MessageConnection) -> Void)?, MemoryLinkConditions, Bool) = lock.withLock {
+            (listeners[address], _conditions[address] ?? MemoryLinkConditions(), unreachable.contains(address))
         }
+        guard !down else { throw TransportError.system(operation: "connect to memory://\(address)", errno: EHOSTUNREACH) }
         guard let handler else { throw TransportError.system(operation: "connect to memory://\(address)", errno: ECONNREFUSED) }
         let ab = MemoryPipe(conditions: cond), ba = MemoryPipe(conditions: cond)
         let client = MemoryConnection(send: ab, receive: ba, remote: address, medium: medium)
@@ -54,14 +56,21 @@ public final class MemoryNetwork: @unchecked Sendable {
     }
 
     /// Silently blackholes every connection to `address`: nothing more is delivered and
-    /// nobody is told (like a radio going out of range).
+    /// nobody is told (like a radio going out of range). New connections to it fail until
+    /// `restore(_:)`.
     public func cut(_ address: String) {
-        for c in lock.withLock({ pipes[address] ?? [] }) { c.blackhole() }
+        for c in lock.withLock({ unreachable.insert(address); return pipes[address] ?? [] }) { c.blackhole() }
     }
 
-    /// Closes every connection to `address`, as when a radio is switched off.
+    /// Closes every connection to `address`, as when a radio is switched off. New connections
+    /// to it fail until `restore(_:)`.
     public func drop(_ address: String) {
-        for c in lock.withLock({ pipes.removeValue(forKey: address) ?? [] }) { c.close() }
+        for c in lock.withLock({ unreachable.insert(address); return pipes.removeValue(forKey: address) ?? [] }) { c.close() }
+    }
+
+    /// Makes `address` reachable again after `cut` or `drop` (the radio is back in range).
+    public func restore(_ address: String) {
+        lock.withLock { _ = unreachable.remove(address) }
     }
 }
 

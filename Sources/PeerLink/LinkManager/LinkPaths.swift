@@ -1,0 +1,55 @@
+/// One distinct way to reach a peer: a link on it is independent of links on other paths.
+public struct LinkPath: Hashable, Sendable {
+    public var endpoint: TransportEndpoint
+    /// What makes the path distinct: the radio and the remote address.
+    public var key: String
+}
+
+/// Chooses which of a peer's advertised endpoints are worth a link each, in the order the
+/// link policy prefers them. Pure: no I/O.
+///
+/// - Bluetooth: one path per remote device address (RFCOMM and L2CAP to the same device share
+///   one radio; the first advertised wins).
+/// - IP: one path per IPv4 address (distinct addresses are distinct interfaces, e.g. a dock's
+///   Ethernet and Wi-Fi); IPv6 endpoints only when the medium has no IPv4 endpoint (DNS-SD
+///   reports both families for the same interface).
+/// - Other media (in-memory): one path per address.
+/// Endpoints on media this node has no transport for, or that the policy forbids, are left out.
+public enum LinkPaths {
+    public static func select(_ endpoints: [TransportEndpoint], policy: LinkPolicy.Kind, media: Set<Medium>) -> [LinkPath] {
+        let usable = endpoints.filter { e in
+            guard media.contains(e.medium) else { return false }
+            switch policy {
+            case .bluetoothOnly: return e.medium.linkClass == .bluetooth
+            case .ipOnly: return e.medium.linkClass != .bluetooth
+            default: return true
+            }
+        }
+        var seen = Set<String>()
+        var paths: [LinkPath] = []
+        let mediaWithIPv4 = Set(usable.filter { $0.medium.linkClass == .ip && !$0.host.contains(":") }.map(\.medium))
+        for e in usable {
+            let key: String
+            switch e.medium.linkClass {
+            case .bluetooth:
+                key = "bluetooth/\(e.host.uppercased())"
+            case .ip:
+                if e.host.contains(":"), mediaWithIPv4.contains(e.medium) { continue }
+                key = "\(e.medium.rawValue)/\(e.host)"
+            case .other:
+                key = "\(e.medium.rawValue)/\(e.host)"
+            }
+            guard seen.insert(key).inserted else { continue }
+            paths.append(LinkPath(endpoint: e, key: key))
+        }
+        // Stable sort by the policy's preferred class; advertised order within a class.
+        let rank: (LinkPath) -> Int = { p in
+            let c = p.endpoint.medium.linkClass
+            switch policy {
+            case .bluetoothFirst, .bluetoothOnly: return c == .bluetooth ? 0 : 1
+            case .wifiFirst, .lowestLatency, .ipOnly: return c == .bluetooth ? 1 : 0
+            }
+        }
+        return paths.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+    }
+}
