@@ -42,6 +42,9 @@ expect_error "send: a directory" "is a directory" send "$work" --to alpha
 expect_error "trust: bad peer ID" "is not 32 base32 characters" trust add not-a-peer-id
 expect_error "display name too long" "above the limit of 63" id --set-name "$(head -c 70 /dev/zero | tr '\0' n)"
 expect_error "one-character service type (Avahi)" "2-15 characters|D-Bus|avahi" browse --service x --timeout 1
+mkdir -p "$work/run" && chmod 700 "$work/run"
+PEERLINK_RUNTIME_DIR="$work/run" expect_error "links with nothing running" "no running peerlink command found" links
+check "links --json prints an empty array when nothing runs" sh -c "PEERLINK_RUNTIME_DIR='$work/run' '$bin' links --json 2>/dev/null | grep -qx '\\[\\]'"
 check "no identity was written by failed commands" test ! -e "$work/cfg/display-name"
 
 "$bin" id --json >"$work/id.json" 2>&1

@@ -15,6 +15,7 @@ lab="$here/lab/iplab.sh"
 work=$(mktemp -d /tmp/peerlink-e2e.XXXXXX)
 chmod 755 "$work"  # avahi-daemon drops root and must reach the bus socket inside
 export IPLAB_PREFIX=${IPLAB_PREFIX:-ple2e}
+export PEERLINK_RUNTIME_DIR="$work/run"  # control sockets for `peerlink links`
 A=${IPLAB_PREFIX}a
 B=${IPLAB_PREFIX}b
 SERVICE=field-demo
@@ -95,6 +96,23 @@ echo "ping from beta" >&8
 check "message beta → alpha" wait_for "$work/chat-a.out" '"text":"ping from beta"' 10
 echo "pong from alpha" >&7
 check "message alpha → beta" wait_for "$work/chat-b.out" '"text":"pong from alpha"' 10
+# `peerlink links` reaches both running chats through their control sockets.
+"$bin" links --json >"$work/links.json" 2>"$work/links.err"
+links_rc=$?
+check "links exits 0 and lists both chats" test "$links_rc" = 0 -a "$(grep -c '"command" : "chat"' "$work/links.json")" = 2
+check "…each with its peer connected over a TCP link carrying reliable messages, with a reason" python3 - "$work/links.json" <<'PY'
+import json, sys
+reports = json.load(open(sys.argv[1]))
+ok = len(reports) == 2
+for r in reports:
+    peers = r["peers"]
+    ok = ok and len(peers) == 1 and peers[0]["state"] == "connected"
+    links = peers[0]["links"] if peers else []
+    ok = ok and any(l["medium"] == "tcp" and "reliable" in l["carries"] and l["reasons"].get("reliable") for l in links)
+sys.exit(0 if ok else 1)
+PY
+"$bin" links >"$work/links.txt" 2>&1
+check "links text names the medium, RTT and what the link carries" grep -qE 'link [0-9]+ tcp .* rtt .* carries .*reliable' "$work/links.txt"
 for i in $(seq 1 50); do echo "seq $i" >&8; done
 check "50 reliable messages arrive" wait_for "$work/chat-a.out" '"text":"seq 50"' 15
 order=$(grep -o '"text":"seq [0-9]*"' "$work/chat-a.out" | grep -o '[0-9]*' | tr '\n' ' ')

@@ -22,7 +22,7 @@ struct AdvertiseCommand: AsyncParsableCommand {
     func run() async throws {
         let discoveryInfo: DiscoveryInfo
         do { discoveryInfo = try DiscoveryInfo(arguments: info) } catch { throw ValidationError("--info: \(error)") }
-        let host = try await Hosting.start(node, info: discoveryInfo, accept: accept)
+        let host = try await Hosting.start(node, command: "advertise", info: discoveryInfo, accept: accept)
         let names = NameBook()
         for await e in host.session.events {
             printCommon(e, names: names, out: host.output)
@@ -65,7 +65,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--dir: cannot create \(dir): \(error.localizedDescription)")
         }
-        let host = try await Hosting.start(node, info: discoveryInfo, accept: accept)
+        let host = try await Hosting.start(node, command: "receive", info: discoveryInfo, accept: accept)
         let out = host.output
         let names = NameBook()
         var done = 0

@@ -34,7 +34,7 @@ struct ChatCommand: AsyncParsableCommand {
         } else {
             let discoveryInfo: DiscoveryInfo
             do { discoveryInfo = try DiscoveryInfo(arguments: info) } catch { throw ValidationError("--info: \(error)") }
-            let host = try await Hosting.start(node, info: discoveryInfo, accept: accept)
+            let host = try await Hosting.start(node, command: "chat", info: discoveryInfo, accept: accept)
             let names = NameBook()
             let session = host.session
             Task { for await e in session.events { printCommon(e, names: names, out: host.output) } }
@@ -51,7 +51,7 @@ struct ChatCommand: AsyncParsableCommand {
         guard context.utf8.count <= WireLimits.inviteContext else {
             throw ValidationError("--context is \(context.utf8.count) bytes; the limit is \(WireLimits.inviteContext)")
         }
-        let d = try Dialling(node, peer: text, lookupTimeout: timeout, context: Array(context.utf8))
+        let d = try Dialling(node, command: "chat", peer: text, lookupTimeout: timeout, context: Array(context.utf8))
         let names = NameBook()
         let out = d.output
         do {

@@ -14,7 +14,7 @@ final class Dialling: @unchecked Sendable {
     let context: [UInt8]
     private(set) var peer: PeerInfo?
 
-    init(_ options: NodeOptions, peer text: String, lookupTimeout: Double, context: [UInt8],
+    init(_ options: NodeOptions, command: String, peer text: String, lookupTimeout: Double, context: [UInt8],
          config: SessionConfig = SessionConfig()) throws {
         service = try options.serviceType()
         let (n, _) = try options.makeNode()
@@ -31,6 +31,8 @@ final class Dialling: @unchecked Sendable {
         self.lookupTimeout = lookupTimeout
         self.context = context
         let s = session
+        session.follow(browser)
+        _ = ControlServer.start(command: command, node: n, session: s, output: output)
         installSignalHandlers { await s.disconnect() }
     }
 

@@ -10,7 +10,7 @@ struct Hosting {
     let advertiser: Advertiser
     let output: Output
 
-    static func start(_ options: NodeOptions, info: DiscoveryInfo, accept: AcceptOptions,
+    static func start(_ options: NodeOptions, command: String, info: DiscoveryInfo, accept: AcceptOptions,
                       config: SessionConfig = SessionConfig()) async throws -> Hosting {
         let service = try options.serviceType()
         let (node, store) = try options.makeNode()
@@ -23,6 +23,7 @@ struct Hosting {
             throw RuntimeFailure("cannot advertise: \(error) (run `peerlink doctor`)")
         }
         let h = Hosting(node: node, store: store, session: session, advertiser: adv, output: out)
+        _ = ControlServer.start(command: command, node: node, session: session, output: out)
         out.emit("advertising '\(service)' as \(node.displayName) [\(node.peerID)]",
                  ["event": "advertising", "service": service.name, "peer": node.peerID.description, "name": node.displayName])
         Task { for await n in adv.notices { out.emit("note: \(n)", ["event": "notice", "text": n]) } }

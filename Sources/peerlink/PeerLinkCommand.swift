@@ -16,6 +16,6 @@ struct PeerLinkCommand: AsyncParsableCommand {
         (default $XDG_CONFIG_HOME/peerlink, else ~/.config/peerlink).
         """,
         subcommands: [IdCommand.self, DoctorCommand.self, BrowseCommand.self, AdvertiseCommand.self,
-                      ChatCommand.self, SendCommand.self, ReceiveCommand.self, TrustCommand.self]
+                      ChatCommand.self, SendCommand.self, ReceiveCommand.self, LinksCommand.self, TrustCommand.self]
     )
 }

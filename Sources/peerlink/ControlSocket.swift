@@ -1,0 +1,168 @@
+import Foundation
+import PeerLink
+
+/// Where running peerlink commands listen for `peerlink links`: one Unix socket per process
+/// in a directory only this user can enter.
+enum ControlDirectory {
+    static var path: String {
+        if let dir = ProcessInfo.processInfo.environment["PEERLINK_RUNTIME_DIR"], !dir.isEmpty { return dir }
+        if let run = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !run.isEmpty { return run + "/peerlink" }
+        return "/tmp/peerlink-\(getuid())"
+    }
+
+    static func socketPath(pid: Int32) -> String { path + "/\(pid).sock" }
+}
+
+/// What a running command reports about itself and its session.
+struct ControlReport: Codable {
+    var pid: Int32
+    var command: String
+    var peer: String
+    var name: String
+    var policy: String
+    var peers: [PeerLinks]
+}
+
+/// Serves `ControlReport`s on this process's control socket: a client connects, the server
+/// writes one JSON document and closes. Best effort: a failure only disables `peerlink links`
+/// for this process (and is reported as a note).
+final class ControlServer: @unchecked Sendable {
+    private let fd: Int32
+    private let path: String
+
+    /// Starts serving `session`'s links; returns nil (after a note) if the socket cannot be made.
+    static func start(command: String, node: Node, session: Session, output: Output) -> ControlServer? {
+        do {
+            let server = try ControlServer(path: ControlDirectory.socketPath(pid: getpid()))
+            server.serve { await ControlReport(pid: getpid(), command: command, peer: node.peerID.description, name: node.displayName,
+                                               policy: session.policy.kind.rawValue, peers: session.links()) }
+            return server
+        } catch {
+            output.note("note: `peerlink links` will not see this process: \(error)")
+            return nil
+        }
+    }
+
+    private init(path: String) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        if mkdir(dir, 0o700) != 0, errno != EEXIST {
+            throw RuntimeFailure("cannot create \(dir): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        guard stat(dir, &st) == 0, st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
+            throw RuntimeFailure("\(dir) must be a directory owned by you with mode 0700")
+        }
+        unlink(path)
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw RuntimeFailure("socket(AF_UNIX): \(String(cString: strerror(errno)))") }
+        self.path = path
+        var addr = try UnixAddress(path)
+        let bound = withUnsafePointer(to: &addr.raw) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else {
+            let e = errno
+            close(fd)
+            throw RuntimeFailure("cannot listen on \(path): \(String(cString: strerror(e)))")
+        }
+        ExitCleanup.add(path)
+    }
+
+    private func serve(_ report: @escaping @Sendable () async -> ControlReport) {
+        let fd = self.fd
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                let done = DispatchSemaphore(value: 0)
+                Task {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    var data = (try? encoder.encode(await report())) ?? Data("{}".utf8)
+                    data.append(0x0a)
+                    data.withUnsafeBytes { buf in
+                        var off = 0
+                        while off < buf.count {
+                            let n = send(client, buf.baseAddress! + off, buf.count - off, Int32(MSG_NOSIGNAL))
+                            if n <= 0 { break }
+                            off += n
+                        }
+                    }
+                    close(client)
+                    done.signal()
+                }
+                done.wait()
+            }
+        }
+    }
+}
+
+/// Asks every running peerlink command for its report.
+enum ControlClient {
+    /// Reports of the live processes; stale sockets (their process is gone) are removed.
+    static func collect(timeout: Double = 2) -> [ControlReport] {
+        let dir = ControlDirectory.path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return [] }
+        var out: [ControlReport] = []
+        for name in names.sorted() where name.hasSuffix(".sock") {
+            let path = dir + "/" + name
+            switch query(path, timeout: timeout) {
+            case let .success(r): out.append(r)
+            case .failure(.refused): unlink(path)
+            case .failure: continue
+            }
+        }
+        return out
+    }
+
+    enum QueryError: Error { case refused, failed }
+
+    static func query(_ path: String, timeout: Double) -> Result<ControlReport, QueryError> {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0, var addr = try? UnixAddress(path) else { return .failure(.failed) }
+        defer { close(fd) }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let rc = withUnsafePointer(to: &addr.raw) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { return .failure(errno == ECONNREFUSED || errno == ENOENT ? .refused : .failed) }
+        var data = Data()
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while data.count < 16 << 20 {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n <= 0 { break }
+            data.append(contentsOf: buf[0..<n])
+        }
+        guard let r = try? JSONDecoder().decode(ControlReport.self, from: data) else { return .failure(.failed) }
+        return .success(r)
+    }
+}
+
+/// A `sockaddr_un` for a path that fits.
+struct UnixAddress {
+    var raw = sockaddr_un()
+    init(_ path: String) throws {
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: raw.sun_path) else { throw RuntimeFailure("socket path too long: \(path)") }
+        raw.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &raw.sun_path) { p in
+            for (i, b) in bytes.enumerated() { p[i] = b }
+        }
+    }
+}
+
+/// Control sockets to remove when the process exits normally.
+enum ExitCleanup {
+    nonisolated(unsafe) private static var paths: [String] = []
+    nonisolated(unsafe) private static var installed = false
+    static func add(_ p: String) {
+        paths.append(p)
+        guard !installed else { return }
+        installed = true
+        atexit { for p in ExitCleanup.paths { unlink(p) } }
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import PeerLink
+
+/// `peerlink links`: what every running peerlink command on this machine is connected to,
+/// over which links, and why each link carries what it carries.
+struct LinksCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "links",
+        abstract: "Show the links of running peerlink commands (chat, advertise, receive, send).",
+        discussion: """
+        Every running peerlink command that has a session answers on a Unix socket in \
+        $XDG_RUNTIME_DIR/peerlink (else /tmp/peerlink-<uid>; PEERLINK_RUNTIME_DIR overrides). \
+        For each peer: each link's medium, remote address, state (up, or suspected while it is \
+        silent with data in flight), round-trip time, probe loss, measured throughput, the \
+        roles it carries (control, reliable, bulk, unreliable) and the link policy's reason. \
+        Exit status 1 when no running command was found.
+        """
+    )
+
+    @Flag(name: .long, help: "Print the reports as one JSON array.")
+    var json = false
+
+    @Option(name: .long, help: "Show only this process.")
+    var pid: Int32?
+
+    func run() throws {
+        var reports = ControlClient.collect()
+        if let pid { reports = reports.filter { $0.pid == pid } }
+        let out = Output(json: json)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            print(reports.isEmpty ? "[]" : String(decoding: (try? encoder.encode(reports)) ?? Data("[]".utf8), as: UTF8.self))
+        } else {
+            for r in reports { print(LinksCommand.render(r), terminator: "") }
+        }
+        if reports.isEmpty {
+            out.note("no running peerlink command found\(pid.map { " with pid \($0)" } ?? "") (looked in \(ControlDirectory.path))")
+            throw ExitCode(1)
+        }
+    }
+
+    static func render(_ r: ControlReport) -> String {
+        var s = "\(r.command) (pid \(r.pid)) \(r.name) [\(r.peer)], policy \(r.policy)\n"
+        if r.peers.isEmpty { s += "  no peers\n" }
+        for p in r.peers.sorted(by: { $0.peer < $1.peer }) {
+            s += "  \(p.displayName) [\(p.peer.short)] \(p.state.rawValue)\n"
+            for l in p.links {
+                let rtt = l.rttMillis.map { "\($0) ms" } ?? "-"
+                let rate = l.throughput.map { bytes(UInt64($0)) + "/s" } ?? "-"
+                let carries = l.carries.isEmpty ? "nothing" : l.carries.joined(separator: ",")
+                s += "    link \(l.id) \(l.medium.rawValue) \(l.remote) \(l.state) rtt \(rtt) loss \(Int(l.loss * 100))% \(rate) carries \(carries)\n"
+                s += "      why: \(l.reason)\n"
+            }
+        }
+        return s
+    }
+}
