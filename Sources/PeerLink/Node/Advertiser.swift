@@ -45,37 +45,60 @@ public final class Advertiser: Sendable {
     }
 }
 
-/// Finds nearby nodes of a service and invites them.
+/// Finds nearby nodes of a service and invites them. With several discovery backends (e.g.
+/// Avahi and BlueZ), records carrying the same peer ID are merged into one peer whose
+/// endpoints span every medium; a peer is lost only when every backend lost it.
 public final class Browser: Sendable {
     public let node: Node
     public let service: ServiceType
-    public let discovery: Discovery
+    public let discoveries: [Discovery]
+    /// The first discovery backend.
+    public var discovery: Discovery { discoveries[0] }
     /// Found, updated and lost peers (this node itself is never reported).
     public let events: AsyncStream<DiscoveryEvent>
     private let sink: AsyncStream<DiscoveryEvent>.Continuation
-    private let handle = HandleBox()
+    private let handles: [HandleBox]
     private let observers = ObserverList()
+    private let records = RecordsBox()
 
-    public init(node: Node, service: ServiceType, discovery: Discovery) {
+    public convenience init(node: Node, service: ServiceType, discovery: Discovery) {
+        self.init(node: node, service: service, discoveries: [discovery])
+    }
+
+    /// - Parameter discoveries: at least one backend; their records are merged by peer ID.
+    public init(node: Node, service: ServiceType, discoveries: [Discovery]) {
+        precondition(!discoveries.isEmpty, "a browser needs at least one discovery backend")
         self.node = node
         self.service = service
-        self.discovery = discovery
+        self.discoveries = discoveries
+        self.handles = discoveries.map { _ in HandleBox() }
         (events, sink) = AsyncStream.makeStream(of: DiscoveryEvent.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
+    /// Starts every backend; throws (and stops those already started) if one cannot browse.
     public func start() throws {
         let me = node.peerID
         let sink = self.sink
         let observers = self.observers
-        handle.set(try discovery.browse(service) { e in
-            switch e {
-            case let .found(p) where p.peerID == me, let .updated(p) where p.peerID == me: return
-            case let .lost(p) where p == me: return
-            default:
-                sink.yield(e)
-                for o in observers.all() { o(e) }
+        let records = self.records
+        do {
+            for (index, discovery) in discoveries.enumerated() {
+                handles[index].set(try discovery.browse(service) { e in
+                    switch e {
+                    case let .found(p) where p.peerID == me, let .updated(p) where p.peerID == me: return
+                    case let .lost(p) where p == me: return
+                    default:
+                        records.apply(e, from: index) { merged in
+                            sink.yield(merged)
+                            for o in observers.all() { o(merged) }
+                        }
+                    }
+                })
             }
-        })
+        } catch {
+            for h in handles { h.set(nil) }
+            throw error
+        }
     }
 
     /// Also delivers every event to `observer` (used by `Session.follow`); `events` still
@@ -83,7 +106,7 @@ public final class Browser: Sendable {
     func addObserver(_ observer: @escaping @Sendable (DiscoveryEvent) -> Void) { observers.add(observer) }
 
     public func stop() {
-        handle.set(nil)
+        for h in handles { h.set(nil) }
         sink.finish()
     }
 
@@ -109,4 +132,15 @@ final class ObserverList: @unchecked Sendable {
     private var list: [@Sendable (DiscoveryEvent) -> Void] = []
     func add(_ o: @escaping @Sendable (DiscoveryEvent) -> Void) { lock.withLock { list.append(o) } }
     func all() -> [@Sendable (DiscoveryEvent) -> Void] { lock.withLock { list } }
+}
+
+/// The browser's merged records, shared by the backends' callbacks.
+final class RecordsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var records = PeerRecords()
+    /// Applies a backend's event and reports the merged one, under the lock so that merged
+    /// events keep their order.
+    func apply(_ e: DiscoveryEvent, from source: Int, report: (DiscoveryEvent) -> Void) {
+        lock.withLock { if let merged = records.apply(e, from: source) { report(merged) } }
+    }
 }
