@@ -3,6 +3,7 @@
 #   1. installs packages (scripts/setup.sh), builds everything
 #   2. unit and loopback tests, and the Avahi tests in namespaces (swift test)
 #   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh),
+#      the same over two network paths per host pair (scripts/e2e-twopath.sh),
 #      and the CLI's answers to bad input (scripts/cli-checks.sh)
 #   4. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   5. the Bluetooth lab smoke suite in a VM (scripts/bt-lab.sh smoke), unless PEERLINK_SKIP_BT_LAB=1
@@ -46,6 +47,12 @@ timeout --kill-after=10 300 "$here/e2e-twohost.sh" "$(swift build --show-bin-pat
 line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/e2e.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e"); else
     set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("e2e"); fi
+
+step "two hosts, two network paths: link manager, peerlink links, path loss without message loss"
+timeout --kill-after=10 180 "$here/e2e-twopath.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/e2e-twopath.log"
+line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/e2e-twopath.log" | tail -1)
+if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e-twopath"); else
+    set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("e2e-twopath"); fi
 
 step "CLI: bad input gets a clear error"
 timeout --kill-after=10 120 "$here/cli-checks.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/cli.log" | grep -vE "^ok "

@@ -70,6 +70,12 @@ func printCommon(_ e: Session.Event, names: NameBook, out: Output, showMessages:
     case let .linkChanged(peer, link, medium, up, reason):
         out.emit("link \(link) to \(names.name(peer)) over \(medium.rawValue) \(up ? "up" : "down"): \(reason)",
                  ["event": "link", "peer": peer.description, "link": link, "medium": medium.rawValue, "up": up, "reason": reason])
+    case let .carrierChanged(peer, link, role, reason):
+        out.emit("\(role.rawValue) traffic to \(names.name(peer)) now on link \(link): \(reason)",
+                 ["event": "carrier", "peer": peer.description, "link": link, "role": role.rawValue, "reason": reason])
+    case let .linkAttemptFailed(peer, endpoint, reason, retryIn):
+        out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(reason) (retry in \(Int(retryIn)) s)",
+                 ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": reason, "retryIn": retryIn])
     default:
         break
     }

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Two hosts joined by TWO network paths (two veth pairs: lab0 10.77.0.0/24 and lab1
+# 10.78.0.0/24, like a dock's Ethernet plus Wi-Fi), each host with its own dbus-daemon and
+# avahi-daemon on both interfaces, running the real `peerlink` CLI:
+# one invitation → the link manager opens a TCP link on each path (no second question to the
+# app) → `peerlink links` shows both → the carrying path goes down mid-stream → every message
+# arrives once, in order, over the other path → the path comes back → it is redialled.
+#
+#   scripts/e2e-twopath.sh [PEERLINK_BINARY]
+# Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+bin=${1:-$root/.build/debug/peerlink}
+[ -x "$bin" ] || { echo "e2e-twopath: no peerlink binary at $bin (run swift build)" >&2; exit 2; }
+lab="$here/lab/iplab.sh"
+work=$(mktemp -d /tmp/peerlink-twopath.XXXXXX)
+chmod 755 "$work"
+export IPLAB_PREFIX=${IPLAB_PREFIX:-pl2p}
+export PEERLINK_RUNTIME_DIR="$work/run"
+A=${IPLAB_PREFIX}a
+B=${IPLAB_PREFIX}b
+SERVICE=two-paths
+passed=0; failed=0
+pids=()
+
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    exec 7>&- 8>&- 2>/dev/null
+    "$lab" down "$work/lab" >/dev/null 2>&1
+    if [ "$failed" -gt 0 ]; then
+        echo "e2e-twopath: logs kept in $work" >&2
+        for f in "$work"/*.out "$work"/*.err "$work"/*.json; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; } >&2; done
+    else
+        rm -rf "$work"
+    fi
+}
+trap cleanup EXIT
+
+check() {  # NAME COMMAND...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
+}
+
+wait_for() {  # FILE REGEX SECONDS
+    local file=$1 re=$2 secs=$3 end
+    end=$(( $(date +%s%N) + secs * 1000000000 ))
+    while [ "$(date +%s%N)" -lt "$end" ]; do
+        grep -qE -- "$re" "$file" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# tcp_links REPORT-JSON NAME — number (and remotes) of the TCP links of the node called NAME.
+tcp_links() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+reports = [r for r in json.load(open(sys.argv[1])) if r["name"] == sys.argv[2]]
+links = [l for r in reports for p in r["peers"] for l in p["links"] if l["medium"] == "tcp"]
+print(len(links), " ".join(sorted(l["remote"] for l in links)))
+PY
+}
+
+# wait_links NAME N SECONDS — until `peerlink links` shows N TCP links for node NAME.
+wait_links() {
+    local cmd=$1 n=$2 secs=$3 end
+    end=$(( $(date +%s) + secs ))
+    while [ "$(date +%s)" -lt "$end" ]; do
+        "$bin" links --json >"$work/links.json" 2>/dev/null
+        [ "$(tcp_links "$work/links.json" "$cmd" | cut -d' ' -f1)" = "$n" ] && return 0
+        sleep 0.3
+    done
+    return 1
+}
+
+t0=$(date +%s)
+if ! "$lab" up "$work/lab" 2 >"$work/lab-up.log" 2>&1; then
+    cat "$work/lab-up.log" >&2
+    echo "FAIL lab setup (see above)"; echo "0 passed, 1 failed"; exit 1
+fi
+# The second path: another veth pair, another subnet, and avahi on both interfaces.
+ip link add "${A}-l1" type veth peer name "${B}-l1" &&
+    ip link set "${A}-l1" netns "$A" name lab1 && ip link set "${B}-l1" netns "$B" name lab1 &&
+    ip -n "$A" addr add 10.78.0.1/24 dev lab1 && ip -n "$B" addr add 10.78.0.2/24 dev lab1 &&
+    ip -n "$A" link set lab1 up && ip -n "$B" link set lab1 up || { echo "FAIL second path"; echo "0 passed, 1 failed"; exit 1; }
+for h in "$A" "$B"; do
+    sed -i 's/^allow-interfaces=.*/allow-interfaces=lab0,lab1/' "$work/lab/$h/avahi.conf"
+    "$lab" restart-avahi "$h" >>"$work/lab-up.log" 2>&1 || { echo "FAIL avahi restart on $h"; echo "0 passed, 1 failed"; exit 1; }
+done
+echo "lab with two paths up in $(( $(date +%s) - t0 )) s"
+
+mkfifo "$work/in-a" "$work/in-b"
+exec 7<>"$work/in-a" 8<>"$work/in-b"
+"$lab" exec "$A" env PEERLINK_CONFIG_DIR="$work/cfg-a" "$bin" chat --service $SERVICE --name alpha \
+    --accept-all --json <"$work/in-a" >"$work/chat-a.out" 2>"$work/chat-a.err" &
+pids+=($!)
+wait_for "$work/chat-a.out" '"event":"advertising"' 10
+"$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-b" "$bin" chat --service $SERVICE --name beta \
+    --peer alpha --json <"$work/in-b" >"$work/chat-b.out" 2>"$work/chat-b.err" &
+pids+=($!)
+check "beta connects to alpha" wait_for "$work/chat-b.out" '"state":"connected"' 15
+check "the link manager opens a TCP link on each path" wait_links beta 2 15
+read -r n remotes < <(tcp_links "$work/links.json" beta)
+echo "beta's links to alpha: $remotes"
+check "…to both of alpha's addresses" sh -c "echo '$remotes' | grep -q '10.77.0.1' && echo '$remotes' | grep -q '10.78.0.1'"
+check "alpha's application answered one invitation" test "$(grep -c '"event":"invitation"' "$work/chat-a.out")" = 1
+
+# Which path carries beta's reliable messages? Cut that one mid-stream.
+carrier=$(python3 - "$work/links.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    for p in r["peers"]:
+        for l in p["links"]:
+            if r["name"] == "beta" and "reliable" in l["carries"]:
+                print("lab1" if l["remote"].startswith("10.78.") else "lab0")
+PY
+)
+carrier=$(echo "$carrier" | head -1)
+echo "reliable messages travel on ${carrier:-?}"
+for i in $(seq 1 150); do echo "m $i" >&8; done
+wait_for "$work/chat-a.out" '"text":"m 150"' 15
+ip -n "$A" link set "${carrier:-lab0}" down
+for i in $(seq 151 300); do echo "m $i" >&8; sleep 0.01; done
+check "300 messages arrive across the path loss" wait_for "$work/chat-a.out" '"text":"m 300"' 20
+order=$(grep -o '"text":"m [0-9]*"' "$work/chat-a.out" | grep -o '[0-9]*' | tr '\n' ' ')
+check "…exactly once and in order" test "$order" = "$(seq 1 300 | tr '\n' ' ')"
+check "beta reports the carrier change with its reason" grep -qE '"event":"carrier".*"reason":"[^"]+".*"role":"reliable"' "$work/chat-b.out"
+check "alpha stays connected (no not-connected event)" test "$(grep -c '"state":"not-connected"' "$work/chat-a.out")" = 0
+check "the dead path's link is dropped" wait_links beta 1 10
+ip -n "$A" link set "${carrier:-lab0}" up
+check "the path is redialled when it comes back" wait_links beta 2 40
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
