@@ -365,6 +365,7 @@ final class SessionCoreTests: XCTestCase {
         var c = SessionConfig()
         c.keepaliveInterval = 1000
         c.deadAfter = 3000
+        c.suspectAfter = 400
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)

@@ -13,6 +13,7 @@ final class SessionLaneTests: XCTestCase {
     func splitPair() throws -> (SessionPair, UInt32) {
         var c = SessionConfig()
         c.streamWindow = 1 << 20
+        c.suspectAfter = 400
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)
@@ -86,6 +87,40 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertEqual(p.a.carrier(of: .bulk), 2)
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 50_000, "nothing delivered twice")
         XCTAssertTrue(p.a.liveLinks.contains(2))
+    }
+
+    func testSuspicionWaitsLongerOnSlowJitteryLinks() throws {
+        var c = SessionConfig()
+        c.keepaliveInterval = 200
+        c.suspectAfter = 100
+        c.deadAfter = 30_000
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        p.up(2)
+        p.a.preferredLink = 1
+        // Round trips of 0 and 800 ms: a jittery link, smoothed RTT ≈ 400, deviation ≈ 200+.
+        p.now = 200
+        for (i, rtt) in [0, 800, 0, 800].enumerated() {
+            let t = p.now
+            p.a.tick(now: t)
+            let pings = p.a.takeOutputs().compactMap { o -> UInt64? in
+                if case let .transmit(1, .ping(token)) = o { return token }; return nil
+            }
+            guard let token = pings.first else { return XCTFail("no ping \(i)") }
+            p.now += UInt64(rtt)
+            p.a.receive(.pong(token: token), on: 1, now: p.now)
+            p.now += 250
+        }
+        _ = p.a.takeOutputs()
+        p.cut = [1]
+        try p.a.send([7], reliable: true, now: p.now)
+        p.collect()
+        p.advance(by: 600, step: 20)
+        XCTAssertFalse(p.eventsA.contains { if case .linkSuspected(1, _) = $0 { return true }; return false },
+                       "a link whose RTT swings by 800 ms is not suspected after 600 ms of silence")
+        p.advance(by: 2000, step: 20)
+        XCTAssertTrue(p.eventsA.contains { if case .linkSuspected(1, _) = $0 { return true }; return false })
+        XCTAssertEqual(p.reliableMessagesB, [[7]])
     }
 
     func testNoSuspicionWithoutAnotherLinkOrWithoutDataInFlight() throws {

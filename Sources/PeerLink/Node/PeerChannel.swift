@@ -54,6 +54,11 @@ actor PeerChannel {
 
     func add(_ link: SecureLink) {
         guard !ended else { link.close(); return }
+        // Datagrams first: once the peer is reported connected, its unreliable sends must land.
+        link.receiveDatagrams { [weak self] frame in
+            guard case let .unreliable(payload) = frame else { return }
+            Task { await self?.receivedDatagram(payload) }
+        }
         links[link.id] = link
         core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame))
         core.linkUp(link.id, now: Clock.now())
@@ -62,10 +67,6 @@ actor PeerChannel {
         if state != .connected {
             state = .connected
             session.emit(.peerStateChanged(peer, displayName: displayName, state: .connected))
-        }
-        link.receiveDatagrams { [weak self] frame in
-            guard case let .unreliable(payload) = frame else { return }
-            Task { await self?.receivedDatagram(payload) }
         }
         Task { [weak self] in
             do {

@@ -20,10 +20,11 @@ public struct SessionConfig: Sendable, Equatable {
     public var ackEvery = 16
     /// Out-of-order reliable frames buffered (possible with several links), at most.
     public var maxReorder = 4096
-    /// A carrier with records in flight that has sent nothing back for this long (or four
-    /// round trips, if longer) is suspected: while another link is up, its lanes move there
-    /// and resend what is unacknowledged. The link itself stays until `deadAfter`.
-    public var suspectAfter: UInt64 = 400
+    /// A carrier with records in flight that has sent nothing back for this long (or longer
+    /// on slow or jittery links: see docs/PROTOCOL.md §11.5) is suspected: while another link
+    /// is up, its lanes move there and resend what is unacknowledged. The link itself stays
+    /// until `deadAfter`.
+    public var suspectAfter: UInt64 = 150
 
     public init() {}
 }

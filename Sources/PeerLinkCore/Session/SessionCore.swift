@@ -24,6 +24,9 @@ public struct SessionCore: Sendable {
         /// Tokens (send times) of unanswered pings, oldest first, at most `maxOutstandingPings`.
         var outstandingPings: [UInt64] = []
         var rtt: UInt64?
+        /// Smoothed round-trip time and its mean deviation (RFC 6298 style), in ms.
+        var srtt: Double?
+        var rttvar: Double = 0
         /// Outcomes of recent keepalive probes (true = lost), newest last.
         var probeOutcomes: [Bool] = []
         /// Pings already counted as lost (still matched if a late pong comes).
@@ -295,6 +298,14 @@ public struct SessionCore: Sendable {
             if let s = links[link], s.outstandingPings.contains(token) {
                 let rtt = now >= token ? now - token : 0
                 links[link]?.rtt = rtt
+                let sample = Double(rtt)
+                if let old = s.srtt {
+                    links[link]?.rttvar = 0.75 * s.rttvar + 0.25 * abs(old - sample)
+                    links[link]?.srtt = 0.875 * old + 0.125 * sample
+                } else {
+                    links[link]?.srtt = sample
+                    links[link]?.rttvar = sample / 2
+                }
                 // Older pings still unanswered were lost (links keep order).
                 for old in s.outstandingPings where old < token && !s.countedLost.contains(old) { recordProbe(on: link, lost: true) }
                 if !s.countedLost.contains(token) { recordProbe(on: link, lost: false) }
@@ -377,7 +388,14 @@ public struct SessionCore: Sendable {
         modify(Lane.of(record)) { $0.enqueue(record) }
     }
 
-    private func suspectBound(of s: LinkState) -> UInt64 { max(config.suspectAfter, 4 * (s.rtt ?? 0)) }
+    /// How long a carrier with data in flight may stay silent: at least `suspectAfter`, and
+    /// more on slow or jittery links (twice the smoothed RTT plus four deviations, plus two
+    /// frames' transmission time at the measured throughput).
+    private func suspectBound(of s: LinkState) -> UInt64 {
+        let rtt = 2 * (s.srtt ?? 0) + 4 * s.rttvar
+        let frameTime = s.throughput.map { $0 > 0 ? 2000 * Double(fragmentSize) / $0 : 0 } ?? 0
+        return max(config.suspectAfter, UInt64(min(rtt + frameTime, Double(config.deadAfter))))
+    }
 
     private mutating func recordProbe(on link: LinkID, lost: Bool) {
         guard links[link] != nil else { return }
