@@ -37,6 +37,10 @@ struct GenerateSeeds {
             .ping(token: 12_345),
             .pong(token: 12_345),
             .close(reason: .leaving, text: "bye"),
+            .inviteReply(id: 2, answer: .crossed),
+            .bulk(seq: 1, record: .streamData(stream: 3, bytes: [7, 7, 7])),
+            .bulk(seq: 2, record: .streamClose(stream: 3, status: .finished)),
+            .bulkAck(upTo: 2),
         ]
         return fs.map { $0.encode() }
     }
