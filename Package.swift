@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "PeerLink", targets: ["PeerLink"]),
         .executable(name: "peerlink", targets: ["peerlink"]),
+        .executable(name: "peerlink-harness", targets: ["peerlink-harness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -49,6 +50,13 @@ let package = Package(
         ),
         // Benchmarks: throughput and handshake time against baselines measured in the same run.
         .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "CPeerLinkSys"]),
+        // The transport-selection harness: scenario files, runners, JSON and SVG reports.
+        .target(name: "PeerLinkHarness", dependencies: ["PeerLink"]),
+        .executableTarget(
+            name: "peerlink-harness",
+            dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "PeerLinkHarnessTests", dependencies: ["PeerLinkHarness"]),
         // Test-only: reads the hex vectors of docs/PROTOCOL.md for both test targets below.
         .target(name: "DocVectors", path: "Tests/DocVectors"),
         .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors"]),

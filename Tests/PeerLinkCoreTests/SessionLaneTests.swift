@@ -123,6 +123,28 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertEqual(p.reliableMessagesB, [[7]])
     }
 
+    func testBulkSharingTheMessageLinkCannotQueueMessagesBehindIt() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1 << 20
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "file", now: 0)
+        p.settle()
+        try p.a.write([UInt8](repeating: 1, count: 1 << 20), to: id, now: 0)
+        try p.a.send([42], reliable: true, now: 0)
+        p.collect()
+        // Everything put on the link so far, in order: at most 32 KiB of bulk before the message.
+        var bulkBefore = 0
+        for f in p.sentByA {
+            if case let .bulk(_, .streamData(_, bytes)) = f.frame { bulkBefore += bytes.count }
+            if case .reliable(_, .messagePart(true, [42])) = f.frame { break }
+        }
+        XCTAssertLessThanOrEqual(bulkBefore, 32 * 1024 + 16 * 1024, "the message waits behind at most the shared bulk window")
+        p.settle()
+        XCTAssertEqual(p.reliableMessagesB, [[42]])
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 1 << 20, "the stream still completes")
+    }
+
     func testNoSuspicionWithoutAnotherLinkOrWithoutDataInFlight() throws {
         var c = SessionConfig()
         c.keepaliveInterval = 1000

@@ -68,6 +68,16 @@ public final class MemoryNetwork: @unchecked Sendable {
         for c in lock.withLock({ unreachable.insert(address); return pipes.removeValue(forKey: address) ?? [] }) { c.close() }
     }
 
+    /// Changes the conditions of `address`: for new connections and for the ones already open
+    /// (messages already queued keep their timing).
+    public func setConditions(_ c: MemoryLinkConditions, for address: String) {
+        let open = lock.withLock { () -> [MemoryConnection] in
+            _conditions[address] = c
+            return pipes[address] ?? []
+        }
+        for conn in open { conn.setConditions(c) }
+    }
+
     /// Makes `address` reachable again after `cut` or `drop` (the radio is back in range).
     public func restore(_ address: String) {
         lock.withLock { _ = unreachable.remove(address) }
@@ -113,7 +123,7 @@ final class MemoryPipe: @unchecked Sendable {
     private var blackholed = false
     private var lastDelivery = Date.distantPast
     private var rng: UInt64
-    let conditions: MemoryLinkConditions
+    private var conditions: MemoryLinkConditions
 
     init(conditions: MemoryLinkConditions) {
         self.conditions = conditions
@@ -173,6 +183,8 @@ final class MemoryPipe: @unchecked Sendable {
     }
 
     func blackhole() { lock.withLock { blackholed = true; queue.removeAll() } }
+
+    func setConditions(_ c: MemoryLinkConditions) { lock.withLock { conditions = c } }
 }
 
 /// One end of an in-memory link.
@@ -192,4 +204,5 @@ final class MemoryConnection: MessageConnection, @unchecked Sendable {
     func receive() async throws -> [UInt8]? { await inbound.pop() }
     func close() { out.close(); inbound.close() }
     func blackhole() { out.blackhole(); inbound.blackhole() }
+    func setConditions(_ c: MemoryLinkConditions) { out.setConditions(c); inbound.setConditions(c) }
 }

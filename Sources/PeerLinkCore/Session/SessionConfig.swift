@@ -12,6 +12,11 @@ public struct SessionConfig: Sendable, Equatable {
     public var fragmentSize = 16 * 1024
     /// Reliable bytes sent but not yet acknowledged, at most.
     public var sendWindow = 1024 * 1024
+    /// When bulk data shares the link that carries messages, it may have about this many
+    /// milliseconds of the link's measured throughput in flight…
+    public var sharedBulkMillis = 250
+    /// …and at least this many bytes (also the limit before the throughput is measured).
+    public var sharedBulkMinimum = 32 * 1024
     /// Reliable records queued behind a full window, at most (bytes); past it `send` reports backpressure.
     public var maxBacklog = 4 * 1024 * 1024
     /// Credit granted per stream at open, and refilled as the application consumes.

@@ -437,9 +437,9 @@ public struct SessionCore: Sendable {
 
     private mutating func flush(now: UInt64? = nil) {
         guard !isClosed else { return }
-        let window = config.sendWindow
         for l in Lane.allCases {
             guard let link = carrier(of: l) else { continue }
+            let window = self.window(for: l, on: link)
             let t = now ?? links[link]?.lastSent ?? 0
             // A new carrier: everything unacknowledged goes out again on it, in order.
             if lane(l).carryingLink != link { modify(l) { $0.restart(on: link) } }
@@ -448,6 +448,15 @@ public struct SessionCore: Sendable {
             }
             if lane(l).backlogBytes > 0 { links[link]?.saturated = true }
         }
+    }
+
+    /// The bytes a lane may have in flight on `link`. Bulk data that shares the message
+    /// carrier is held to about `sharedBulkMillis` of the link's measured throughput (at least
+    /// `sharedBulkMinimum`), so a message never queues behind seconds of file data.
+    private func window(for lane: Lane, on link: LinkID) -> Int {
+        guard lane == .bulk, carrier(of: .main) == link else { return config.sendWindow }
+        let rate = links[link]?.throughput ?? 0
+        return min(config.sendWindow, max(config.sharedBulkMinimum, Int(rate * Double(config.sharedBulkMillis) / 1000)))
     }
 
     private mutating func receiveAck(_ lane: Lane, _ upTo: UInt64, now: UInt64) {

@@ -1,0 +1,69 @@
+/// The verdict on one run: every expectation and invariant with what was observed.
+public struct Verdict: Sendable, Codable, Equatable {
+    public struct Check: Sendable, Codable, Equatable {
+        public var name: String
+        public var passed: Bool
+        public var detail: String
+    }
+
+    public var scenario: String
+    public var backend: String
+    public var passed: Bool
+    public var checks: [Check]
+    /// Largest delivery gap of each message stream (ms) and where it was.
+    public var gaps: [Gap]
+
+    public struct Gap: Sendable, Codable, Equatable {
+        public var stream: Int
+        public var from: Int
+        public var to: Int
+        public var millis: Int { to - from }
+    }
+}
+
+extension Scenario {
+    /// Judges a run against this scenario's expectations and invariants.
+    public func evaluate(_ run: RunRecord) -> Verdict {
+        var checks: [Verdict.Check] = []
+        for e in expectations {
+            let seen = run.carrier(of: e.role.rawValue, at: e.at)
+            checks.append(.init(name: "\(e.role.rawValue) on \(e.link) at \(e.at) ms", passed: seen == e.link,
+                                detail: "carried by \(seen ?? "no link") at \(e.at) ms"))
+        }
+        var gaps: [Verdict.Gap] = []
+        let messageTraffic = traffic.filter { $0.kind == .messages }
+        for (i, t) in messageTraffic.enumerated() {
+            let s = i < run.streams.count ? run.streams[i] : RunRecord.MessageStream(sent: 0, failedSends: t.count, arrivals: [], arrivalTimes: [])
+            if invariants.exactlyOnceInOrder {
+                let expected = Array(0..<t.count)
+                let dup = s.arrivals.count - Set(s.arrivals).count
+                let missing = Set(expected).subtracting(s.arrivals).count
+                let inOrder = s.arrivals == s.arrivals.sorted()
+                checks.append(.init(name: "stream \(i + 1): \(t.count) reliable messages exactly once, in order",
+                                    passed: s.arrivals == expected && s.failedSends == 0,
+                                    detail: "\(s.arrivals.count) delivered, \(missing) missing, \(dup) duplicated, " +
+                                        (inOrder ? "in order" : "OUT OF ORDER") + (s.failedSends > 0 ? ", \(s.failedSends) sends refused" : "")))
+            }
+            if s.arrivalTimes.count >= 2 {
+                var best = Verdict.Gap(stream: i + 1, from: s.arrivalTimes[0], to: s.arrivalTimes[0])
+                for (x, y) in zip(s.arrivalTimes, s.arrivalTimes.dropFirst()) where y - x > best.millis {
+                    best = Verdict.Gap(stream: i + 1, from: x, to: y)
+                }
+                gaps.append(best)
+                if let bound = invariants.maxGap {
+                    checks.append(.init(name: "stream \(i + 1): largest delivery gap ≤ \(bound) ms", passed: best.millis <= bound,
+                                        detail: "\(best.millis) ms (from \(best.from) to \(best.to) ms)"))
+                }
+            } else if let bound = invariants.maxGap {
+                checks.append(.init(name: "stream \(i + 1): largest delivery gap ≤ \(bound) ms", passed: false, detail: "fewer than two messages arrived"))
+            }
+        }
+        if invariants.resourcesVerified {
+            for (i, r) in run.resources.enumerated() {
+                checks.append(.init(name: "resource \(i + 1) (\(r.size) bytes) verified, not restarted", passed: r.verified && !r.restarted,
+                                    detail: r.verified ? (r.restarted ? "verified but restarted" : "SHA-256 verified at \(r.finishedAt ?? 0) ms") : (r.error ?? "failed")))
+            }
+        }
+        return Verdict(scenario: name, backend: run.backend, passed: checks.allSatisfy(\.passed), checks: checks, gaps: gaps)
+    }
+}

@@ -1,0 +1,262 @@
+import PeerLink
+
+/// A transport-selection scenario: two nodes, the links between them, a timeline of events
+/// and traffic, and what must hold. See docs/HARNESS.md for the file format.
+public struct Scenario: Sendable, Codable, Equatable {
+    public var name: String
+    public var description: String
+    public var policy: LinkPolicy.Kind
+    /// Milliseconds the run lasts (traffic that has not arrived by then counts as lost).
+    public var duration: Int
+    public var links: [LinkSpec]
+    public var events: [TimedEvent]
+    public var traffic: [Traffic]
+    public var expectations: [CarrierExpectation]
+    public var invariants: Invariants
+
+    /// One radio path between the two nodes.
+    public struct LinkSpec: Sendable, Codable, Equatable {
+        public enum Kind: String, Sendable, Codable { case bluetooth, wifi }
+        public var name: String
+        public var kind: Kind
+        /// Bytes per second each way (0 = unlimited).
+        public var bandwidth: Int
+        /// One-way delay in milliseconds.
+        public var delay: Int
+        /// Probability (0…1) that a message needs a retransmission (reliable links delay, never lose).
+        public var loss: Double
+        /// When the link becomes discoverable (ms); 0 = from the start.
+        public var upAt: Int
+    }
+
+    /// Something that happens to a link at a time.
+    public struct TimedEvent: Sendable, Codable, Equatable {
+        public enum Action: String, Sendable, Codable {
+            /// Silent blackhole: nothing more arrives, nobody is told; unreachable until restored.
+            case cut
+            /// The radio is switched off: connections close; unreachable until restored.
+            case off
+            /// Reachable again (cut/off undone).
+            case restore
+            /// Set the link's loss probability (a loss burst starts or ends).
+            case loss
+        }
+        public var at: Int
+        public var action: Action
+        public var link: String
+        public var loss: Double?
+    }
+
+    /// Traffic from the first node to the second.
+    public struct Traffic: Sendable, Codable, Equatable {
+        public enum Kind: String, Sendable, Codable { case messages, resource }
+        public var kind: Kind
+        public var start: Int
+        /// Messages: how many, of what size, at what rate (per second; 0 = as fast as flow control allows).
+        public var count: Int
+        public var size: Int
+        public var rate: Int
+    }
+
+    /// Which link must carry a role at a time.
+    public struct CarrierExpectation: Sendable, Codable, Equatable {
+        public var at: Int
+        public var role: LinkRole
+        public var link: String
+    }
+
+    /// Properties of the whole run.
+    public struct Invariants: Sendable, Codable, Equatable {
+        /// Every reliable message delivered exactly once, in order.
+        public var exactlyOnceInOrder: Bool
+        /// The largest gap between deliveries while messages were being sent, at most (ms).
+        public var maxGap: Int?
+        /// Every resource arrived and passed the SHA-256 check.
+        public var resourcesVerified: Bool
+    }
+}
+
+/// A scenario file that cannot be used, with the reason.
+public struct ScenarioError: Error, Equatable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+extension Scenario {
+    /// Reads a scenario from TOML text; every problem is reported with what to fix.
+    public static func parse(_ text: String, defaultName: String = "scenario") throws -> Scenario {
+        let root: [String: TOMLValue]
+        do { root = try TOMLSubset.parse(text) } catch let e as TOMLError { throw ScenarioError(message: "\(e)") }
+        var r = Reader(table: root, path: "")
+        let name = try r.string("name") ?? defaultName
+        let description = try r.string("description") ?? ""
+        let policyText = try r.string("policy") ?? LinkPolicy.Kind.bluetoothFirst.rawValue
+        guard let policy = LinkPolicy.Kind(rawValue: policyText) else {
+            throw ScenarioError(message: "policy '\(policyText)' is not known; use one of: " + LinkPolicy.Kind.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let duration = try r.int("duration", min: 100, max: 600_000) ?? 5000
+
+        var links: [LinkSpec] = []
+        for var t in try r.tables("link") {
+            let name = try t.requiredString("name")
+            let kindText = try t.requiredString("medium")
+            guard let kind = LinkSpec.Kind(rawValue: kindText) else {
+                throw ScenarioError(message: "\(t.path).medium '\(kindText)' is not known; use bluetooth or wifi")
+            }
+            guard !links.contains(where: { $0.name == name }) else { throw ScenarioError(message: "link '\(name)' is defined twice") }
+            links.append(LinkSpec(name: name, kind: kind, bandwidth: try t.int("bandwidth", min: 0, max: 10_000_000_000) ?? 0,
+                                  delay: try t.int("delay", min: 0, max: 10_000) ?? 0, loss: try t.double("loss", min: 0, max: 0.9) ?? 0,
+                                  upAt: try t.int("up_at", min: 0, max: duration) ?? 0))
+            try t.noOtherKeys()
+        }
+        guard !links.isEmpty else { throw ScenarioError(message: "a scenario needs at least one [[link]]") }
+        guard links.contains(where: { $0.upAt == 0 }) else { throw ScenarioError(message: "at least one link must be up at 0 (up_at = 0)") }
+
+        func linkName(_ t: inout Reader) throws -> String {
+            let l = try t.requiredString("link")
+            guard links.contains(where: { $0.name == l }) else {
+                throw ScenarioError(message: "\(t.path).link '\(l)' is not a [[link]] of this scenario (links: \(links.map(\.name).joined(separator: ", ")))")
+            }
+            return l
+        }
+
+        var events: [TimedEvent] = []
+        for var t in try r.tables("event") {
+            let at = try t.requiredInt("at", min: 0, max: duration)
+            let actionText = try t.requiredString("action")
+            guard let action = TimedEvent.Action(rawValue: actionText) else {
+                throw ScenarioError(message: "\(t.path).action '\(actionText)' is not known; use cut, off, restore or loss")
+            }
+            let link = try linkName(&t)
+            let loss = try t.double("loss", min: 0, max: 0.9)
+            if action == .loss, loss == nil { throw ScenarioError(message: "\(t.path): action 'loss' needs loss = 0…0.9") }
+            events.append(TimedEvent(at: at, action: action, link: link, loss: loss))
+            try t.noOtherKeys()
+        }
+        events.sort { $0.at < $1.at }
+
+        var traffic: [Traffic] = []
+        for var t in try r.tables("traffic") {
+            let kindText = try t.requiredString("kind")
+            guard let kind = Traffic.Kind(rawValue: kindText) else {
+                throw ScenarioError(message: "\(t.path).kind '\(kindText)' is not known; use messages or resource")
+            }
+            let start = try t.int("start", min: 0, max: duration) ?? 0
+            switch kind {
+            case .messages:
+                traffic.append(Traffic(kind: kind, start: start, count: try t.requiredInt("count", min: 1, max: 1_000_000),
+                                       size: try t.int("size", min: 16, max: 1 << 20) ?? 64, rate: try t.int("rate", min: 0, max: 100_000) ?? 0))
+            case .resource:
+                traffic.append(Traffic(kind: kind, start: start, count: 1, size: try t.requiredInt("size", min: 1, max: 1 << 30), rate: 0))
+            }
+            try t.noOtherKeys()
+        }
+
+        var expectations: [CarrierExpectation] = []
+        for var t in try r.tables("expect") {
+            let at = try t.requiredInt("at", min: 0, max: duration)
+            let roleText = try t.requiredString("role")
+            guard let role = LinkRole(rawValue: roleText), role != .control else {
+                throw ScenarioError(message: "\(t.path).role '\(roleText)' is not known; use reliable, bulk or unreliable")
+            }
+            expectations.append(CarrierExpectation(at: at, role: role, link: try linkName(&t)))
+            try t.noOtherKeys()
+        }
+
+        var inv = Invariants(exactlyOnceInOrder: true, maxGap: nil, resourcesVerified: true)
+        if var t = try r.table("invariants") {
+            inv.exactlyOnceInOrder = try t.bool("exactly_once_in_order") ?? true
+            inv.maxGap = try t.int("max_gap", min: 1, max: 600_000)
+            inv.resourcesVerified = try t.bool("resources_verified") ?? true
+            try t.noOtherKeys()
+        }
+        try r.noOtherKeys()
+        return Scenario(name: name, description: description, policy: policy, duration: duration, links: links, events: events,
+                        traffic: traffic, expectations: expectations, invariants: inv)
+    }
+}
+
+/// Typed access to a TOML table that remembers which keys were read, so unknown keys (typos)
+/// are errors instead of being ignored.
+struct Reader {
+    let table: [String: TOMLValue]
+    let path: String
+    private var used = Set<String>()
+
+    init(table: [String: TOMLValue], path: String) { self.table = table; self.path = path }
+
+    private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    private func wrongType(_ key: String, _ want: String, _ got: TOMLValue) -> ScenarioError {
+        ScenarioError(message: "\(name(key)) must be a \(want), not a \(got.typeName)")
+    }
+
+    mutating func string(_ key: String) throws -> String? {
+        used.insert(key)
+        guard let v = table[key] else { return nil }
+        guard case let .string(s) = v else { throw wrongType(key, "string", v) }
+        return s
+    }
+
+    mutating func requiredString(_ key: String) throws -> String {
+        guard let s = try string(key) else { throw ScenarioError(message: "\(name(key)) is missing") }
+        return s
+    }
+
+    mutating func int(_ key: String, min: Int, max: Int) throws -> Int? {
+        used.insert(key)
+        guard let v = table[key] else { return nil }
+        guard case let .integer(i) = v else { throw wrongType(key, "whole number", v) }
+        guard (min...max).contains(i) else { throw ScenarioError(message: "\(name(key)) = \(i) is outside \(min)…\(max)") }
+        return i
+    }
+
+    mutating func requiredInt(_ key: String, min: Int, max: Int) throws -> Int {
+        guard let i = try int(key, min: min, max: max) else { throw ScenarioError(message: "\(name(key)) is missing") }
+        return i
+    }
+
+    mutating func double(_ key: String, min: Double, max: Double) throws -> Double? {
+        used.insert(key)
+        guard let v = table[key] else { return nil }
+        let d: Double
+        switch v {
+        case let .float(f): d = f
+        case let .integer(i): d = Double(i)
+        default: throw wrongType(key, "number", v)
+        }
+        guard d >= min, d <= max else { throw ScenarioError(message: "\(name(key)) = \(d) is outside \(min)…\(max)") }
+        return d
+    }
+
+    mutating func bool(_ key: String) throws -> Bool? {
+        used.insert(key)
+        guard let v = table[key] else { return nil }
+        guard case let .bool(b) = v else { throw wrongType(key, "boolean (true/false)", v) }
+        return b
+    }
+
+    mutating func table(_ key: String) throws -> Reader? {
+        used.insert(key)
+        guard let v = table[key] else { return nil }
+        guard case let .table(t) = v else { throw wrongType(key, "table ([\(key)])", v) }
+        return Reader(table: t, path: name(key))
+    }
+
+    mutating func tables(_ key: String) throws -> [Reader] {
+        used.insert(key)
+        guard let v = table[key] else { return [] }
+        guard case let .array(items) = v else { throw wrongType(key, "array of tables ([[\(key)]])", v) }
+        return try items.enumerated().map { i, item in
+            guard case let .table(t) = item else { throw wrongType(key, "array of tables ([[\(key)]])", item) }
+            return Reader(table: t, path: "\(key)[\(i + 1)]")
+        }
+    }
+
+    func noOtherKeys() throws {
+        let unknown = Set(table.keys).subtracting(used).sorted()
+        guard unknown.isEmpty else {
+            throw ScenarioError(message: "unknown key\(unknown.count > 1 ? "s" : "") " + unknown.map { name($0) }.joined(separator: ", ") + " (see docs/HARNESS.md)")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import PeerLinkHarness
+
+@main
+struct HarnessCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peerlink-harness",
+        abstract: "Run transport-selection scenarios and check which link carries what, over time.",
+        discussion: """
+        A scenario file (TOML, see docs/HARNESS.md and scenarios/) names the links between two \
+        nodes (Bluetooth or Wi-Fi, bandwidth, delay, loss), a timeline of events (cut, off, \
+        restore, loss bursts, links appearing), traffic, and what must hold: which link carries \
+        each role at given times, exactly-once in-order delivery, the largest delivery gap, \
+        verified resources. Exit status: 0 when every scenario passed, 1 when one failed, \
+        2 for an unusable file.
+        """,
+        subcommands: [Run.self, Validate.self],
+        defaultSubcommand: Run.self
+    )
+
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Run scenarios and report.")
+
+        @Argument(help: "Scenario files (.toml).")
+        var files: [String]
+
+        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium).")
+        var backend: String = "memory"
+
+        @Option(name: .long, help: "Directory for the reports: NAME.json (result) and NAME.svg (timeline).")
+        var out: String?
+
+        @Flag(name: .long, help: "Print the JSON results (an array) on stdout instead of text.")
+        var json = false
+
+        func run() async throws {
+            guard backend == "memory" else {
+                throw ValidationError("--backend '\(backend)' is not available; use memory (the IP-lab and Bluetooth-lab backends are not implemented yet)")
+            }
+            let scenarios = try files.map(HarnessCommand.load)
+            if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
+            var failed = 0
+            var results: [Report.Result] = []
+            for s in scenarios {
+                FileHandle.standardError.write(Data("running \(s.name) (\(s.duration) ms)…\n".utf8))
+                let record = try await MemoryBackend().run(s)
+                let verdict = s.evaluate(record)
+                if !verdict.passed { failed += 1 }
+                if let out {
+                    try Report.json(s, record, verdict).write(to: URL(fileURLWithPath: "\(out)/\(s.name).json"))
+                    try Data(Report.svg(s, record, verdict).utf8).write(to: URL(fileURLWithPath: "\(out)/\(s.name).svg"))
+                }
+                if json { results.append(Report.Result(scenario: s, run: record, verdict: verdict)) } else { print(Report.text(s, record, verdict)) }
+            }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+                print(String(decoding: try encoder.encode(results), as: UTF8.self))
+            } else {
+                print("\(scenarios.count - failed) passed, \(failed) failed")
+            }
+            if failed > 0 { throw ExitCode(1) }
+        }
+    }
+
+    struct Validate: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Check scenario files without running them.")
+
+        @Argument(help: "Scenario files (.toml).")
+        var files: [String]
+
+        func run() throws {
+            for f in files {
+                let s = try HarnessCommand.load(f)
+                print("ok   \(f): \(s.name), \(s.links.count) links, \(s.events.count) events, \(s.traffic.count) traffic, \(s.expectations.count) expectations")
+            }
+        }
+    }
+
+    static func load(_ path: String) throws -> Scenario {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+        let base = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        do {
+            return try Scenario.parse(String(decoding: data, as: UTF8.self), defaultName: base)
+        } catch {
+            throw ValidationError("\(path): \(error)")
+        }
+    }
+}
