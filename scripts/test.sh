@@ -4,6 +4,7 @@
 #   2. unit and loopback tests, and the Avahi tests in namespaces (swift test)
 #   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh),
 #      the same over two network paths per host pair (scripts/e2e-twopath.sh),
+#      the scenario library of the transport-selection harness (scenarios/, reports in results/harness),
 #      and the CLI's answers to bad input (scripts/cli-checks.sh)
 #   4. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   5. the Bluetooth lab smoke suite in a VM (scripts/bt-lab.sh smoke), unless PEERLINK_SKIP_BT_LAB=1
@@ -53,6 +54,14 @@ timeout --kill-after=10 180 "$here/e2e-twopath.sh" "$(swift build --show-bin-pat
 line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/e2e-twopath.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e-twopath"); else
     set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("e2e-twopath"); fi
+
+step "transport-selection harness: the scenario library on the in-memory medium"
+mkdir -p "$root/results/harness"
+timeout --kill-after=10 300 "$(swift build --show-bin-path)/peerlink-harness" run scenarios/*.toml --out "$root/results/harness" 2>&1 | tee "$logs/harness.log"
+line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/harness.log" | tail -1)
+if [ -z "$line" ]; then add 0 1; steps_failed+=("harness"); else
+    set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("harness"); fi
+echo "reports (JSON + SVG timelines): results/harness/"
 
 step "CLI: bad input gets a clear error"
 timeout --kill-after=10 120 "$here/cli-checks.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/cli.log" | grep -vE "^ok "

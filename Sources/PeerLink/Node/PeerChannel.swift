@@ -103,9 +103,15 @@ actor PeerChannel {
 
     private func tick() {
         guard !ended else { return }
-        core.tick(now: Clock.now())
+        let now = Clock.now()
+        core.tick(now: now)
+        // Links age past the policy's dwell time and measurements change without events:
+        // re-evaluate the choice a few times a second when there is a choice to make.
+        if links.count > 1, now >= lastPolicyRun + 250 { applyPolicy() }
         process()
     }
+
+    private var lastPolicyRun: UInt64 = 0
 
     private func linkGone(_ id: LinkID, reason: String) {
         guard let link = links.removeValue(forKey: id) else { return }
@@ -235,6 +241,7 @@ actor PeerChannel {
             return LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis,
                                loss: st?.loss ?? 0, throughput: st?.throughput)
         }
+        lastPolicyRun = now
         choice = session.policy.choose(metrics, previous: choice)
         suspectReason = suspectReason.filter { links[$0.key] != nil }
         if core.preferredLink != choice.carrier[.reliable] { core.preferredLink = choice.carrier[.reliable] }

@@ -7,7 +7,8 @@ public struct MemoryLinkConditions: Sendable, Equatable {
     /// One-way delay in seconds.
     public var delay: Double = 0
     /// Probability (0…1) that a message is lost once; like TCP, it arrives after a
-    /// retransmission penalty of `2 × delay + 0.2 s`, delaying everything behind it.
+    /// retransmission penalty of `2 × delay + 0.2 s`, delaying everything behind it (losses
+    /// during one recovery share it).
     public var loss: Double = 0
     /// Seed of the loss decisions, so a run can be repeated exactly.
     public var seed: UInt64 = 1
@@ -122,6 +123,8 @@ final class MemoryPipe: @unchecked Sendable {
     private var closed = false
     private var blackholed = false
     private var lastDelivery = Date.distantPast
+    /// Nothing is delivered before this (a retransmission in progress).
+    private var holdUntil = Date.distantPast
     private var rng: UInt64
     private var conditions: MemoryLinkConditions
 
@@ -138,11 +141,15 @@ final class MemoryPipe: @unchecked Sendable {
     func push(_ message: [UInt8]) {
         let w: CheckedContinuation<Void, Never>? = lock.withLock {
             guard !closed, !blackholed else { return nil }
-            var at = max(Date(), lastDelivery)
-            if conditions.bandwidth > 0 { at += Double(message.count) / Double(conditions.bandwidth) }
-            lastDelivery = at
-            at += conditions.delay
-            if conditions.loss > 0, random() < conditions.loss { at += 2 * conditions.delay + 0.2; lastDelivery = at - conditions.delay }
+            // Serialisation at the link's bandwidth, then the one-way delay.
+            var sent = max(Date(), lastDelivery)
+            if conditions.bandwidth > 0 { sent += Double(message.count) / Double(conditions.bandwidth) }
+            lastDelivery = sent
+            var at = sent + conditions.delay
+            // A lost message arrives after its retransmission; like TCP, everything behind it
+            // waits for it (head-of-line), but losses during one recovery do not add up.
+            if conditions.loss > 0, random() < conditions.loss { holdUntil = max(holdUntil, at + 2 * conditions.delay + 0.2) }
+            at = max(at, holdUntil)
             queue.append((at, message))
             defer { waiter = nil }
             return waiter

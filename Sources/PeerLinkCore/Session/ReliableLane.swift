@@ -67,6 +67,8 @@ struct ReliableLane: Sendable {
     var hasInflight: Bool { sentIndex > outboxHead }
     /// Send time of the oldest record in flight.
     var oldestInflightSentAt: UInt64? { hasInflight ? outbox[outboxHead].sentAt : nil }
+    /// Estimated size of the oldest record in flight.
+    var oldestInflightSize: Int { hasInflight ? outbox[outboxHead].size : 0 }
 
     mutating func enqueue(_ record: Record) {
         let size = lane.frame(seq: nextSeq, record: record).encodedSizeEstimate

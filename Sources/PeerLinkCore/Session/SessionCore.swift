@@ -21,6 +21,8 @@ public struct SessionCore: Sendable {
         var lastReceived: UInt64
         var lastSent: UInt64
         let upAt: UInt64
+        /// When this side last sent a PING on the link.
+        var lastPing: UInt64
         /// Tokens (send times) of unanswered pings, oldest first, at most `maxOutstandingPings`.
         var outstandingPings: [UInt64] = []
         var rtt: UInt64?
@@ -130,7 +132,7 @@ public struct SessionCore: Sendable {
 
     public mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
-        links[link] = LinkState(lastReceived: now, lastSent: now, upAt: now, rateWindowStart: now)
+        links[link] = LinkState(lastReceived: now, lastSent: now, upAt: now, lastPing: now, rateWindowStart: now)
         linkOrder.append(link)
         flush(now: now)
     }
@@ -333,7 +335,8 @@ public struct SessionCore: Sendable {
                 continue
             }
             let carrying = Lane.allCases.contains { lane($0).carryingLink == link && lane($0).hasInflight }
-            let suspectAfter = suspectBound(of: s)
+            let frame = Lane.allCases.filter { lane($0).carryingLink == link }.map { lane($0).oldestInflightSize }.max() ?? 0
+            let suspectAfter = suspectBound(of: s, frameBytes: frame)
             let due: Bool
             if carrying, now >= s.lastReceived + suspectAfter / 2 {
                 // Data in flight and quiet: probe often, so a live but busy peer answers.
@@ -341,7 +344,10 @@ public struct SessionCore: Sendable {
             } else if let last = s.outstandingPings.last {
                 due = now >= last + config.keepaliveInterval  // unanswered so far: probe again
             } else {
+                // Idle in either direction, or no round trip measured by this side for a while
+                // (the peer's probes keep both timers fresh, but the policy needs our own RTT).
                 due = now >= s.lastSent + config.keepaliveInterval || now >= s.lastReceived + config.keepaliveInterval
+                    || now >= s.lastPing + 2 * config.keepaliveInterval
             }
             if due {
                 var pings = s.outstandingPings + [now]
@@ -352,6 +358,7 @@ public struct SessionCore: Sendable {
                     pings.removeFirst(pings.count - SessionCore.maxOutstandingPings)
                 }
                 links[link]?.outstandingPings = pings
+                links[link]?.lastPing = now
                 transmit(.ping(token: now), on: link, now: now)
             }
             // A probe unanswered for long counts as lost now (a late answer still gives an RTT).
@@ -389,11 +396,11 @@ public struct SessionCore: Sendable {
     }
 
     /// How long a carrier with data in flight may stay silent: at least `suspectAfter`, and
-    /// more on slow or jittery links (twice the smoothed RTT plus four deviations, plus two
-    /// frames' transmission time at the measured throughput).
-    private func suspectBound(of s: LinkState) -> UInt64 {
+    /// more on slow or jittery links (twice the smoothed RTT plus four deviations, plus twice
+    /// the awaited frame's transmission time at the measured throughput).
+    private func suspectBound(of s: LinkState, frameBytes: Int) -> UInt64 {
         let rtt = 2 * (s.srtt ?? 0) + 4 * s.rttvar
-        let frameTime = s.throughput.map { $0 > 0 ? 2000 * Double(fragmentSize) / $0 : 0 } ?? 0
+        let frameTime = s.throughput.map { $0 > 0 ? 2000 * Double(frameBytes) / $0 : 0 } ?? 0
         return max(config.suspectAfter, UInt64(min(rtt + frameTime, Double(config.deadAfter))))
     }
 
@@ -410,7 +417,7 @@ public struct SessionCore: Sendable {
             let l = self.lane(lane)
             guard let link = l.carryingLink, let sent = l.oldestInflightSentAt,
                   let s = links[link], !s.suspect else { continue }
-            let bound = suspectBound(of: s)
+            let bound = suspectBound(of: s, frameBytes: l.oldestInflightSize)
             guard now >= sent + bound, now >= s.lastReceived + bound,
                   linkOrder.contains(where: { $0 != link && links[$0]?.suspect == false }) else { continue }
             links[link]?.suspect = true

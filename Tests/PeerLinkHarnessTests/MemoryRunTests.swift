@@ -1,0 +1,97 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import XCTest
+@testable import PeerLinkHarness
+
+/// Scenarios really run: two PeerLink nodes over the in-memory medium, judged and reported.
+final class MemoryRunTests: XCTestCase {
+    let fallback = """
+    name = "fallback"
+    description = "Bluetooth goes silent; messages continue on Wi-Fi."
+    duration = 4000
+
+    [[link]]
+    name = "bt"
+    medium = "bluetooth"
+    bandwidth = 250_000
+    delay = 10
+
+    [[link]]
+    name = "wifi"
+    medium = "wifi"
+    delay = 1
+
+    [[traffic]]
+    kind = "messages"
+    count = 300
+    size = 100
+    rate = 100
+
+    [[event]]
+    at = 1500
+    action = "cut"
+    link = "bt"
+
+    [[expect]]
+    at = 1000
+    role = "reliable"
+    link = "bt"
+
+    [[expect]]
+    at = 2500
+    role = "reliable"
+    link = "wifi"
+
+    [invariants]
+    max_gap = 1500
+    """
+
+    func testFallbackScenarioPassesAndIsReported() async throws {
+        let s = try Scenario.parse(fallback)
+        let run = try await MemoryBackend().run(s)
+        let verdict = s.evaluate(run)
+        XCTAssertTrue(verdict.passed, Report.text(s, run, verdict))
+        XCTAssertEqual(run.streams.first?.arrivals, Array(0..<300))
+        XCTAssertTrue(run.events.contains { $0.kind == "event" && $0.text == "cut bt" })
+        XCTAssertTrue(run.events.contains { $0.kind == "carrier" && $0.text.hasPrefix("reliable") && $0.text.contains("silent") },
+                      "the move away from the silent link is recorded with its reason")
+
+        // JSON: parses back into the same record and verdict.
+        let data = try Report.json(s, run, verdict)
+        let back = try JSONDecoder().decode(Report.Result.self, from: data)
+        XCTAssertEqual(back.run, run)
+        XCTAssertEqual(back.verdict, verdict)
+        // SVG: well-formed XML with one lane per link and the carrier spans.
+        let svg = Report.svg(s, run, verdict)
+        let doc = try XMLDocument(xmlString: svg)
+        let lanes = try doc.nodes(forXPath: "//*[local-name()='g'][@class='lane']")
+        XCTAssertEqual(lanes.count, 2)
+        XCTAssertFalse(try doc.nodes(forXPath: "//*[@class='carrier'][@data-role='reliable']").isEmpty)
+        XCTAssertEqual(try doc.nodes(forXPath: "//*[@class='event']").count, 1)
+    }
+
+    func testAWrongExpectationFails() async throws {
+        var s = try Scenario.parse(fallback)
+        s.expectations = [Scenario.CarrierExpectation(at: 1000, role: .reliable, link: "wifi")]
+        s.invariants.maxGap = 1
+        let run = try await MemoryBackend().run(s)
+        let verdict = s.evaluate(run)
+        XCTAssertFalse(verdict.passed)
+        let failed = verdict.checks.filter { !$0.passed }.map(\.name)
+        XCTAssertEqual(failed, ["reliable on wifi at 1000 ms", "stream 1: largest delivery gap ≤ 1 ms"])
+        XCTAssertTrue(Report.text(s, run, verdict).hasPrefix("FAIL fallback"))
+    }
+
+    func testLostMessagesAreCounted() {
+        let s = try! Scenario.parse(fallback)
+        let run = RunRecord(scenario: "fallback", backend: "memory", duration: 4000, links: ["bt", "wifi"], upSpans: [], carrierSpans: [],
+                            events: [], streams: [RunRecord.MessageStream(sent: 300, failedSends: 0, arrivals: [0, 1, 3, 3, 2], arrivalTimes: [1, 2, 3, 4, 5])],
+                            resources: [])
+        let v = s.evaluate(run)
+        let check = v.checks.first { $0.name.contains("exactly once") }
+        XCTAssertEqual(check?.passed, false)
+        XCTAssertEqual(check?.detail, "5 delivered, 296 missing, 1 duplicated, OUT OF ORDER")
+    }
+}

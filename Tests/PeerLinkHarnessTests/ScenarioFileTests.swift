@@ -1,0 +1,101 @@
+import Foundation
+import XCTest
+@testable import PeerLinkHarness
+
+/// The scenario file format: a strict TOML subset, and clear errors for unusable files.
+final class ScenarioFileTests: XCTestCase {
+    func testTOMLSubset() throws {
+        let doc = try TOMLSubset.parse("""
+        # comment
+        name = "x # not a comment"   # trailing comment
+        n = 1_000
+        f = 0.05
+        yes = true
+        list = [1, 2, "three"]
+
+        [table]
+        key = "v\\"q\\""
+
+        [[item]]
+        a = 1
+        [[item]]
+        a = 2
+        """)
+        XCTAssertEqual(doc["name"], .string("x # not a comment"))
+        XCTAssertEqual(doc["n"], .integer(1000))
+        XCTAssertEqual(doc["f"], .float(0.05))
+        XCTAssertEqual(doc["yes"], .bool(true))
+        XCTAssertEqual(doc["list"], .array([.integer(1), .integer(2), .string("three")]))
+        XCTAssertEqual(doc["table"], .table(["key": .string("v\"q\"")]))
+        XCTAssertEqual(doc["item"], .array([.table(["a": .integer(1)]), .table(["a": .integer(2)])]))
+    }
+
+    func testTOMLErrorsNameTheLine() {
+        let cases: [(String, Int, String)] = [
+            ("a = 1\nb = \"open", 2, "unterminated string"),
+            ("a = 1\na = 2", 2, "defined twice"),
+            ("[t]\n[t]", 2, "defined twice"),
+            ("x = yes", 1, "not a value"),
+            ("just text", 1, "expected 'key = value'"),
+            ("[[a]\n", 1, "']]'"),
+            ("a b = 1", 1, "not a bare key"),
+            ("a = [1 2]", 1, "expected ',' or ']'"),
+            ("a = 1 2", 1, "unexpected text"),
+            ("s = \"\\q\"", 1, "unsupported escape"),
+        ]
+        for (text, line, message) in cases {
+            XCTAssertThrowsError(try TOMLSubset.parse(text), text) { e in
+                guard let e = e as? TOMLError else { return XCTFail("\(e)") }
+                XCTAssertEqual(e.line, line, text)
+                XCTAssertTrue(e.message.contains(message), "\(text): \(e.message)")
+            }
+        }
+    }
+
+    let minimal = """
+    [[link]]
+    name = "bt"
+    medium = "bluetooth"
+    """
+
+    func testScenarioDefaultsAndValidation() throws {
+        let s = try Scenario.parse(minimal, defaultName: "min")
+        XCTAssertEqual(s.name, "min")
+        XCTAssertEqual(s.policy, .bluetoothFirst)
+        XCTAssertEqual(s.duration, 5000)
+        XCTAssertTrue(s.invariants.exactlyOnceInOrder)
+
+        let bad: [(String, String)] = [
+            ("", "at least one [[link]]"),
+            (minimal + "\nbandwidth = \"fast\"", "link[1].bandwidth must be a whole number, not a string"),
+            (minimal + "\nspeed = 3", "unknown key link[1].speed"),
+            (minimal.replacingOccurrences(of: "bluetooth\"", with: "zigbee\""), "medium 'zigbee' is not known"),
+            (minimal + "\n[[event]]\nat = 10\naction = \"cut\"\nlink = \"wifi\"", "event[1].link 'wifi' is not a [[link]]"),
+            (minimal + "\n[[event]]\nat = 10\naction = \"explode\"\nlink = \"bt\"", "action 'explode' is not known"),
+            (minimal + "\n[[event]]\nat = 10\naction = \"loss\"\nlink = \"bt\"", "needs loss"),
+            (minimal + "\nup_at = 100", "at least one link must be up at 0"),
+            ("policy = \"fastest\"\n" + minimal, "policy 'fastest' is not known"),
+            ("duration = 5\n" + minimal, "duration = 5 is outside"),
+            (minimal + "\n[[expect]]\nat = 1\nrole = \"control\"\nlink = \"bt\"", "role 'control' is not known"),
+            (minimal + "\n[[traffic]]\nkind = \"messages\"", "traffic[1].count is missing"),
+            (minimal + "\n[invariants]\nmax_gap = 0", "max_gap = 0 is outside"),
+        ]
+        for (text, message) in bad {
+            XCTAssertThrowsError(try Scenario.parse(text), text) { e in
+                XCTAssertTrue("\(e)".contains(message), "expected '\(message)' in '\(e)'")
+            }
+        }
+    }
+
+    func testTheScenarioLibraryParses() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scenarios").standardized.path
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".toml") }.sorted()
+        XCTAssertEqual(files, ["both-from-start.toml", "bt-dies-stay-wifi.toml", "bt-only.toml", "flapping-under-load.toml",
+                               "loss-5pct-preferred.toml", "wifi-appears-upgrade.toml", "wifi-dies-mid-transfer.toml", "wifi-only.toml"])
+        for f in files {
+            let s = try Scenario.parse(String(contentsOfFile: dir + "/" + f, encoding: .utf8))
+            XCTAssertEqual(s.name + ".toml", f, "the scenario's name matches its file")
+            XCTAssertFalse(s.description.isEmpty, f)
+        }
+    }
+}
