@@ -128,6 +128,8 @@ check "…exactly once and in order" test "$order" = "$(seq 1 300 | tr '\n' ' ')
 check "beta reports the carrier change with its reason" grep -qE '"event":"carrier".*"reason":"[^"]+".*"role":"reliable"' "$work/chat-b.out"
 check "alpha stays connected (no not-connected event)" test "$(grep -c '"state":"not-connected"' "$work/chat-a.out")" = 0
 check "the dead path's link is dropped" wait_links beta 1 10
+check "alpha closed its link at once: the kernel reported the interface down" \
+    grep -qE '"event":"link".*"reason":"the path is gone: network interface [a-z0-9]+ is down".*"up":false' "$work/chat-a.out"
 ip -n "$A" link set "${carrier:-lab0}" up
 check "the path is redialled when it comes back" wait_links beta 2 40
 

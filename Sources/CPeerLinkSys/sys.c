@@ -1,5 +1,11 @@
+#include <errno.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <string.h>
 #include "CPeerLinkSys.h"
 
 int peerlink_ioctl_ptr(int fd, unsigned long request, void *arg) {
@@ -8,4 +14,15 @@ int peerlink_ioctl_ptr(int fd, unsigned long request, void *arg) {
 
 void peerlink_line_buffer_stdout(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+int peerlink_netlink_route_open(void) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd < 0) return -1;
+    struct sockaddr_nl addr;
+    memset(&addr, 0, sizeof addr);
+    addr.nl_family = AF_NETLINK;
+    addr.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) { int e = errno; close(fd); errno = e; return -1; }
+    return fd;
 }

@@ -5,6 +5,7 @@
 //   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB]   inside the Bluetooth lab (scripts/bench-bt.sh):
 //       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
 //       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
+//   peerlink-bench handover-recv|handover-send …           the PeerLink half of scripts/bench-handover.sh
 import CPeerLinkSys
 import Foundation
 import PeerLink
@@ -144,6 +145,14 @@ func handshakes(n: Int) async throws -> (raw: Double, noise: Double) {
     return (raw / Double(n), noise / Double(n))
 }
 
+if arguments.first == "handover-recv" {
+    try await HandoverBench.receive(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "handover-send" {
+    try await HandoverBench.send(Array(arguments.dropFirst()))
+    exit(0)
+}
 if arguments.first == "bluetooth" {
     try await bluetoothBenchmark(Array(arguments.dropFirst()))
     exit(0)

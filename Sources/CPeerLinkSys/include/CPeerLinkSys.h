@@ -4,4 +4,7 @@
 int peerlink_ioctl_ptr(int fd, unsigned long request, void *arg);
 /* Makes stdout line-buffered so pipes see each line at once. */
 void peerlink_line_buffer_stdout(void);
+/* A rtnetlink socket that receives link and address change notifications (IPv4 and IPv6);
+   -1 with errno on failure. */
+int peerlink_netlink_route_open(void);
 #endif

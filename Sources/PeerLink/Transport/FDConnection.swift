@@ -84,6 +84,9 @@ public final class FDConnection: MessageConnection, @unchecked Sendable {
         if first { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
+    /// Fails the connection now with `error` (pending and later `receive()` calls throw it).
+    func abort(_ error: TransportError) { fail(error) }
+
     private func fail(_ e: TransportError) {
         lock.withLock { if writeError == nil { writeError = e } }
         shutdown(fd, Int32(SHUT_RDWR))

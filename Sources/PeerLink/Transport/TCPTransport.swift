@@ -53,8 +53,10 @@ public struct TCPTransport: Transport {
         _ = fcntl(fd, F_SETFL, flags)
         setNoDelay(fd)
         ok = true
-        return FDConnection(fd: fd, medium: .tcp, remoteDescription: "\(address.host):\(address.port)", lengthPrefixed: true,
-                            remoteHost: address.host)
+        let conn = FDConnection(fd: fd, medium: .tcp, remoteDescription: "\(address.host):\(address.port)", lengthPrefixed: true,
+                                remoteHost: address.host)
+        InterfaceWatcher.shared.watch(conn)
+        return conn
     }
 }
 
@@ -98,8 +100,10 @@ final class TCPListener: TransportListener, @unchecked Sendable {
             if lock.withLock({ closed }) { Glibc.close(c); break }
             setNoDelay(c)
             let peer = IPSocketAddress(storage: st, length: len)
-            onConnection(FDConnection(fd: c, medium: .tcp, remoteDescription: "\(peer.host):\(peer.port)", lengthPrefixed: true,
-                                      remoteHost: peer.host))
+            let conn = FDConnection(fd: c, medium: .tcp, remoteDescription: "\(peer.host):\(peer.port)", lengthPrefixed: true,
+                                    remoteHost: peer.host)
+            InterfaceWatcher.shared.watch(conn)
+            onConnection(conn)
         }
         Glibc.close(fd)
     }

@@ -62,6 +62,8 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     case badAddress(String)
     case closed
     case unsupported(String)
+    /// The kernel reports the local end of the path gone (interface down, address removed).
+    case pathGone(String)
 
     public var description: String {
         switch self {
@@ -70,6 +72,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
         case let .badAddress(a): return "not a usable address: \(a)"
         case .closed: return "the connection is closed"
         case let .unsupported(what): return what
+        case let .pathGone(why): return "the path is gone: \(why)"
         }
     }
 }
