@@ -93,13 +93,14 @@ run_once() {  # SYSTEM VARIANT → prints the receiver's JSON line
     wait "$rpid" 2>/dev/null
     cut "$variant" off
     sleep 1
-    if [ -s "$work/recv.json" ]; then tail -1 "$work/recv.json"; else echo '{"error":"no result"}'; tail -3 "$work/recv.err" "$work/send.err" >&2; fi
+    [ -n "${BENCH_DEBUG:-}" ] && cat "$work/send.err" "$work/recv.err" >&2
+    if [ -s "$work/recv.json" ]; then tail -n 1 "$work/recv.json"; else echo '{"error":"no result"}'; tail -3 "$work/recv.err" "$work/send.err" >&2; fi
 }
 
 printf '%-10s %-13s %s\n' variant system "largest gap ms (min/median/max), missing, duplicates, reordered"
 declare -A median
-for variant in down blackhole; do
-    for sys in peerlink mptcp-backup mptcp-active; do
+for variant in ${VARIANTS:-down blackhole}; do
+    for sys in ${SYSTEMS:-peerlink mptcp-backup mptcp-active}; do
         results=()
         for r in $(seq "$RUNS"); do results+=("$(run_once "$sys" "$variant")"); done
         summary=$(printf '%s\n' "${results[@]}" | python3 -c '
@@ -118,7 +119,7 @@ done
 for variant in down blackhole; do
     for base in mptcp-backup mptcp-active; do
         python3 -c "
-p, m = float('${median[$variant/peerlink]}'), float('${median[$variant/$base]}')
+p, m = float('${median[$variant/peerlink]:-nan}'), float('${median[$variant/$base]:-nan}')
 print('ratio %-9s PeerLink / %-12s median gap = %s (target <= 0.5)' % ('$variant', '$base', ('%.2f' % (p / m)) if m > 0 else 'n/a'))"
     done
 done
