@@ -144,8 +144,8 @@ public enum Doctor {
     }
 
     /// What BlueZ discovery would find on D-Bus: bluetoothd on the system bus, and a powered
-    /// adapter it manages. Discovery itself (advertising and browsing over D-Bus) is not
-    /// implemented yet, so the check fails with that explanation even when BlueZ is ready.
+    /// adapter it manages. Advertising over D-Bus and the CLI wiring are not written yet, so the
+    /// check fails with that explanation even when BlueZ is ready.
     static func blueZDiscoveryCheck() -> DoctorCheck {
         let name = "PeerLink Bluetooth discovery"
         let adapters: [BlueZAdapter]
@@ -154,7 +154,7 @@ public enum Doctor {
         }
         let summary = adapters.isEmpty ? "no adapter" : adapters.map { "\($0.name) \($0.address) \($0.powered ? "powered" : "off")" }.joined(separator: ", ")
         return DoctorCheck(name: name, ok: false,
-                           detail: "bluetoothd is on D-Bus (\(summary)), but PeerLink's BlueZ advertising and browsing are not implemented yet, so the CLI cannot find peers over Bluetooth",
+                           detail: "bluetoothd is on D-Bus (\(summary)), but PeerLink's BlueZ discovery is incomplete (the library can browse with BlueZBrowser; advertising and the CLI's Bluetooth media are not written yet), so the CLI cannot find peers over Bluetooth",
                            fix: "use --media ip for now")
     }
 
