@@ -8,7 +8,7 @@
 #   --le          also run the L2CAP LE test (flaky under emulation: LE connects time out
 #                 or are refused in about one run of three; CI leaves it out)
 #   --measure     also run test9L2CAPMessageSizes (which SDU sizes the emulator delivers)
-#   --filter T    XCTest filter (default PeerLinkTests.BluetoothLabTests), e.g.
+#   --filter T    XCTest filter (default PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests), e.g.
 #                 PeerLinkTests.BluetoothLabTests/test1RFCOMMNodesOverVirtualRadios
 # Environment: SCRATCH (build dir, default .build-bt), BT_TIMEOUT (seconds, default 300).
 # Exit status: 0 all passed; 1 a test failed; 125 the lab failed; 124 timeout; 2 usage.
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${BT_TIMEOUT:-300}
-FILTER=PeerLinkTests.BluetoothLabTests
+FILTER=PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests
 MEASURE=0
 LE=0
 LAB_ARGS=()
