@@ -2,7 +2,7 @@
 # Runs PeerLink's Bluetooth tests against the real Linux Bluetooth stack in the lab VM
 # (Hardware/bt-lab, scripts/bt-lab.sh): builds the test bundle on the host, boots the VM with
 # four virtual controllers (hci0↔hci1 for BR/EDR, hci2↔hci3 for LE), runs the XCTest class
-# PeerLinkTests.BluetoothLabTests inside, and prints a closing plain line "N passed, M failed".
+# PeerLinkTests.BlueZLabTests (BlueZ D-Bus browsing) and PeerLinkTests.BluetoothLabTests inside, and prints a closing plain line "N passed, M failed".
 #
 # Usage: scripts/test-bt.sh [--le] [--measure] [--filter TEST] [--results DIR] [--keep-trace]
 #   --le          also run the L2CAP LE test (flaky under emulation: LE connects time out
