@@ -32,13 +32,19 @@ let package = Package(
             pkgConfig: "avahi-client",
             providers: [.apt(["libavahi-client-dev"])]
         ),
+        // libdbus-1 for BlueZ's D-Bus API (discovery): macros wrapped as constants.
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
         // BlueZ kernel socket API (RFCOMM/L2CAP sockaddrs, L2CAP options) for the Bluetooth
         // transports; needs libbluetooth-dev's headers at build time only.
         .target(name: "CBlueZ"),
         // I/O edges and the public async API.
         .target(
             name: "PeerLink",
-            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi", "CPeerLinkSys", "CBlueZ"]
+            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi", "CDBus", "CPeerLinkSys", "CBlueZ"]
         ),
         .executableTarget(
             name: "peerlink",

@@ -9,7 +9,9 @@
 //  - ServiceType accepts exactly the documented rule set (checked by an independent predicate);
 //  - Base32.decode accepts only canonical text (re-encoding gives the lowercased input);
 //  - PeerID(parsing:) round-trips through its description;
-//  - DiscoveryInfo(arguments:) results re-validate, fit in a TXT record and read back unchanged.
+//  - DiscoveryInfo(arguments:) results re-validate, fit in a TXT record and read back unchanged;
+//  - BluetoothAdvert.decode (LE service data from the air): only WireErrors; accepted adverts
+//    re-encode to exactly the input.
 
 fileprivate func check(_ ok: Bool, _ what: @autoclosure () -> String) {
     if !ok { fatalError("invariant violated: \(what())") }
@@ -69,6 +71,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
             check(viaRDATA == ad, "advertisement round trip via RDATA")
         }
+    }
+
+    // 1b. The same bytes as Bluetooth LE service data.
+    if let advert = wire("BluetoothAdvert.decode", { try BluetoothAdvert.decode(input) }) {
+        check(advert.encode() == input, "Bluetooth advert does not re-encode to its input")
     }
 
     // 2. The same bytes as text, for the validators.

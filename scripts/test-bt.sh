@@ -2,13 +2,13 @@
 # Runs PeerLink's Bluetooth tests against the real Linux Bluetooth stack in the lab VM
 # (Hardware/bt-lab, scripts/bt-lab.sh): builds the test bundle on the host, boots the VM with
 # four virtual controllers (hci0↔hci1 for BR/EDR, hci2↔hci3 for LE), runs the XCTest class
-# PeerLinkTests.BluetoothLabTests inside, and prints a closing plain line "N passed, M failed".
+# PeerLinkTests.BlueZLabTests (BlueZ D-Bus browsing) and PeerLinkTests.BluetoothLabTests inside, and prints a closing plain line "N passed, M failed".
 #
 # Usage: scripts/test-bt.sh [--le] [--measure] [--filter TEST] [--results DIR] [--keep-trace]
 #   --le          also run the L2CAP LE test (flaky under emulation: LE connects time out
 #                 or are refused in about one run of three; CI leaves it out)
 #   --measure     also run test9L2CAPMessageSizes (which SDU sizes the emulator delivers)
-#   --filter T    XCTest filter (default PeerLinkTests.BluetoothLabTests), e.g.
+#   --filter T    XCTest filter (default PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests), e.g.
 #                 PeerLinkTests.BluetoothLabTests/test1RFCOMMNodesOverVirtualRadios
 # Environment: SCRATCH (build dir, default .build-bt), BT_TIMEOUT (seconds, default 300).
 # Exit status: 0 all passed; 1 a test failed; 125 the lab failed; 124 timeout; 2 usage.
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${BT_TIMEOUT:-300}
-FILTER=PeerLinkTests.BluetoothLabTests
+FILTER=PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests
 MEASURE=0
 LE=0
 LAB_ARGS=()

@@ -86,7 +86,7 @@ struct GenerateSeeds {
         switch args[1] {
         case "FrameFuzz": seeds = frames
         case "HelloFuzz": seeds = hellos
-        case "TXTFuzz": seeds = txt
+        case "TXTFuzz": seeds = txt + [try! BluetoothAdvert(version: 1, peerIDPrefix: [1, 2, 3, 4, 5, 6], rfcommChannel: 3, l2capPSM: 0x1001).encode()]
         case "DeframerFuzz": seeds = streams
         case "DatagramFuzz": seeds = datagrams
         default: seeds = []  // a target without generated seeds starts from an empty corpus

@@ -86,7 +86,7 @@ struct Stats {
 /// Publishes nothing and finds nothing: the bench's receiver is dialled by address.
 struct NoDiscovery: Discovery {
     struct Handle: DiscoveryHandle { func stop() {} }
-    func publish(_ advertisement: Advertisement, service: ServiceType, port: UInt16,
+    func publish(_ advertisement: Advertisement, service: ServiceType, ports: [Medium: UInt16],
                  notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle { Handle() }
     func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle { Handle() }
 }

@@ -12,7 +12,7 @@ import PeerLinkWire
 /// way. Both directions are checked: writing gives the documented bytes, reading the
 /// documented bytes gives the documented payloads and keys.
 final class ProtocolDocVectorsTests: XCTestCase {
-    static let ownedPrefixes = ["identity-", "noise-"]
+    static let ownedPrefixes = ["identity-", "noise-", "bt-"]
     static let checkedHere: Set<String> = [
         "identity-private-key", "identity-public-key", "identity-public-key-sha256", "identity-peer-id-bytes", "identity-peer-id",
         "noise-prologue",
@@ -22,6 +22,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
         "noise-responder-ephemeral-private", "noise-responder-ephemeral-public",
         "noise-message-1", "noise-message-2", "noise-message-3", "noise-handshake-hash",
         "noise-transport-1", "noise-transport-2",
+        "bt-uuid-input", "bt-uuid-field-demo", "bt-uuid-peerlink", "bt-advert", "bt-advertising-data",
     ]
 
     static let invite = Frame.invite(id: 0x1234_5678, timeoutMillis: 30000, context: Array("lab".utf8))
@@ -118,5 +119,29 @@ final class ProtocolDocVectorsTests: XCTestCase {
         XCTAssertEqual(try responderSend.encrypt(Self.inviteReply.encode()), t2)
         XCTAssertEqual(try Frame.decode(try initiatorReceive.decrypt(t2)), Self.inviteReply)
     }
-}
 
+    /// §14.1 and §14.2: the service UUID derivation and the LE advertisement layout.
+    func testBluetoothUUIDAndAdvertVectors() throws {
+        let demo = try ServiceType("field-demo")
+        let input = try doc.hex("bt-uuid-input")
+        XCTAssertEqual(input, BluetoothServiceUUID.namespace + Array("peerlink/1/field-demo".utf8))
+        var expected = Array(SHA256.hash(data: input).prefix(16))
+        expected[6] = expected[6] & 0x0f | 0x80
+        expected[8] = expected[8] & 0x3f | 0x80
+        XCTAssertEqual(BluetoothServiceUUID.bytes(for: demo), expected)
+        XCTAssertEqual(BluetoothServiceUUID.string(for: demo), try doc.text("bt-uuid-field-demo"))
+        XCTAssertEqual(BluetoothServiceUUID.string(for: try ServiceType("peerlink")), try doc.text("bt-uuid-peerlink"))
+
+        let peer = try PeerID(bytes: try doc.hex("identity-peer-id-bytes"))
+        let advert = try BluetoothAdvert(peerID: peer, rfcommChannel: 3, l2capPSM: 0x1001)
+        let advertBytes = try doc.hex("bt-advert")
+        XCTAssertEqual(advert.encode(), advertBytes)
+        XCTAssertEqual(try BluetoothAdvert.decode(advertBytes), advert)
+        XCTAssertTrue(advert.matches(peer))
+
+        // Flags, then Service Data 128 (type 0x21) with the UUID little-endian: 31 bytes.
+        let ad: [UInt8] = [0x02, 0x01, 0x06, 0x1b, 0x21] + BluetoothServiceUUID.bytes(for: demo).reversed() + advertBytes
+        XCTAssertEqual(ad.count, 31)
+        XCTAssertEqual(try doc.hex("bt-advertising-data"), ad)
+    }
+}

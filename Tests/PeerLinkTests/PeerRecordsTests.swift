@@ -34,8 +34,8 @@ final class PeerRecordsTests: XCTestCase {
         let browser = Browser(node: me, service: service, discoveries: [wifi, radio])
         try browser.start()
         let ad = try Advertisement(peerID: other.peerID, displayName: "alpha", info: DiscoveryInfo())
-        let h1 = try wifi.publish(ad, service: service, port: 1) { _ in }
-        let h2 = try radio.publish(ad, service: service, port: 2) { _ in }
+        let h1 = try wifi.publish(ad, service: service, ports: [.memory: 1]) { _ in }
+        let h2 = try radio.publish(ad, service: service, ports: [.memory: 2]) { _ in }
         var it = browser.events.makeAsyncIterator()
         guard case let .found(first)? = await it.next() else { return XCTFail("expected found") }
         XCTAssertEqual(first.endpoints.map(\.host), ["a-ip"])

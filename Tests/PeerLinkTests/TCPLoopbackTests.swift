@@ -114,8 +114,8 @@ final class TCPLoopbackTests: XCTestCase {
 /// Discovery for loopback tests: publishes the real TCP port on 127.0.0.1.
 final class LoopbackDiscovery: Discovery, @unchecked Sendable {
     let inner = MemoryDiscovery()
-    func publish(_ ad: Advertisement, service: ServiceType, port: UInt16, notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
-        try inner.publish(ad, service: service, port: port, notices: notices)
+    func publish(_ ad: Advertisement, service: ServiceType, ports: [Medium: UInt16], notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
+        try inner.publish(ad, service: service, ports: ports, notices: notices)
     }
     func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle {
         try inner.browse(service) { e in

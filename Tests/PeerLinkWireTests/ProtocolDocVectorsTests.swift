@@ -10,7 +10,7 @@ import PeerLinkWire
 /// the documented bytes.
 final class ProtocolDocVectorsTests: XCTestCase {
     /// Blocks whose names start with these are checked by PeerLinkCoreTests.
-    static let coreOwnedPrefixes = ["identity-", "noise-"]
+    static let coreOwnedPrefixes = ["identity-", "noise-", "bt-"]
 
     static let tokenA: [UInt8] = (0..<16).map { 0xa0 + UInt8($0) }
     static let tokenB: [UInt8] = (0..<16).map { 0xb0 + UInt8($0) }

@@ -18,8 +18,11 @@ public struct AvahiDiscovery: Discovery {
         return name + suffix
     }
 
-    public func publish(_ ad: Advertisement, service: ServiceType, port: UInt16,
+    public func publish(_ ad: Advertisement, service: ServiceType, ports: [Medium: UInt16],
                         notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
+        guard let port = ports[.tcp] else {
+            throw TransportError.unsupported("DNS-SD publishes the TCP port, and the node does not listen on TCP")
+        }
         let publisher = try AvahiPublisher(type: service.dnssdTCP, name: AvahiDiscovery.instanceName(ad), port: port,
                                            txt: ad.txt, busAddress: busAddress)
         let task = Task {

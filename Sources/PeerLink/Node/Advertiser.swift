@@ -26,14 +26,14 @@ public final class Advertiser: Sendable {
     /// Starts listening (if not yet), publishes, and starts delivering invitations.
     public func start() async throws {
         let ports = try await node.start()
-        guard let port = ports[.tcp] ?? ports[.memory] ?? ports.values.first else {
+        guard !ports.isEmpty else {
             throw TransportError.unsupported("the node has no transport to listen on")
         }
         let ad = try Advertisement(peerID: node.peerID, displayName: node.displayName, info: info)
         let sink = invitationSink
         await node.setInvitationHandler { sink.yield($0) }
         let notices = noticeSink
-        handle.set(try discovery.publish(ad, service: service, port: port) { notices.yield($0) })
+        handle.set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
     }
 
     /// Stops publishing and declining new invitations.

@@ -17,9 +17,11 @@ public protocol DiscoveryHandle: Sendable {
 
 /// Publishes and finds PeerLink nodes on one medium (Avahi DNS-SD, BlueZ, in-memory).
 public protocol Discovery: Sendable {
-    /// Publishes `advertisement` for `service`, reachable on `port`. `notices` receives
-    /// human-readable changes (renamed after a collision, daemon restarted).
-    func publish(_ advertisement: Advertisement, service: ServiceType, port: UInt16,
+    /// Publishes `advertisement` for `service`, reachable on the node's bound `ports` (one per
+    /// medium it listens on; each backend publishes the media it carries and throws if none of
+    /// them is bound). `notices` receives human-readable changes (renamed after a collision,
+    /// daemon restarted).
+    func publish(_ advertisement: Advertisement, service: ServiceType, ports: [Medium: UInt16],
                  notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle
     /// Browses for `service`; events arrive on `handler` until the handle is stopped.
     func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle
@@ -37,8 +39,11 @@ public final class MemoryDiscovery: Discovery, @unchecked Sendable {
 
     struct Handle: DiscoveryHandle { let onStop: @Sendable () -> Void; func stop() { onStop() } }
 
-    public func publish(_ ad: Advertisement, service: ServiceType, port: UInt16,
+    public func publish(_ ad: Advertisement, service: ServiceType, ports: [Medium: UInt16],
                         notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
+        guard let port = ports[.tcp] ?? ports[.memory] ?? ports.values.first else {
+            throw TransportError.unsupported("the node has no bound port to publish")
+        }
         let info = PeerInfo(peerID: ad.peerID, displayName: ad.displayName, info: ad.info.entries,
                             endpoints: [TransportEndpoint(medium: .memory, host: addressOf(ad.peerID), port: port)])
         let targets = lock.withLock {

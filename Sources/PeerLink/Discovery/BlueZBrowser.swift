@@ -1,0 +1,115 @@
+import Foundation
+import PeerLinkCore
+import PeerLinkWire
+
+/// Finds devices advertising a PeerLink service through bluetoothd's D-Bus API: sets a
+/// discovery filter, starts discovery on one adapter, and reads `Device1` objects (polling
+/// `GetManagedObjects` on a private thread) into found / updated / lost sightings.
+///
+/// bluetoothd leaving the bus, the adapter being powered off or removed all report the
+/// adapter's devices as lost plus a notice; discovery restarts when they return.
+public final class BlueZBrowser: @unchecked Sendable {
+    /// What the browser reports.
+    public enum Event: Equatable, Sendable {
+        case found(BluetoothSighting), updated(BluetoothSighting), lost(address: String)
+        case notice(String)
+    }
+
+    public let service: ServiceType
+    /// The adapter name (`hci1`), or nil for the first powered one.
+    public let adapter: String?
+    private let busAddress: String?
+    private let interval: Double
+    private let handler: @Sendable (Event) -> Void
+    private let lock = NSLock()
+    private var stopped = false
+
+    public init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Double = 0.5,
+                handler: @escaping @Sendable (Event) -> Void) {
+        self.service = service
+        self.adapter = adapter
+        self.busAddress = busAddress
+        self.interval = pollInterval
+        self.handler = handler
+    }
+
+    /// Connects and checks BlueZ once (so a missing bus, daemon or adapter is a thrown
+    /// `BlueZError`), then browses on a private thread until `stop()`.
+    public func start() throws {
+        let bus: DBusConnection
+        do { bus = try DBusConnection(address: busAddress) } catch let f as DBusFailure { throw BlueZError(f) }
+        let chosen = try BlueZObjects.choose(adapter, from: try BlueZObjects.adapters(bus))
+        let thread = Thread { [self] in run(bus, firstAdapter: chosen) }
+        thread.name = "peerlink-bluez-browse"
+        thread.start()
+    }
+
+    public func stop() { lock.withLock { stopped = true } }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func run(_ bus: DBusConnection, firstAdapter: BlueZAdapter) {
+        var tracker = BlueZDeviceTracker(serviceUUID: BluetoothServiceUUID.string(for: service))
+        var adapterPath: String? = nil  // where discovery is running
+        var lastProblem: String? = nil
+        func emit(_ events: [BlueZDeviceTracker.Event]) {
+            for e in events {
+                switch e {
+                case let .found(s): handler(.found(s))
+                case let .updated(s): handler(.updated(s))
+                case let .lost(a): handler(.lost(address: a))
+                case let .notice(n): handler(.notice(n))
+                }
+            }
+        }
+        func problem(_ text: String) {
+            emit(tracker.removeAll())
+            adapterPath = nil
+            if lastProblem != text { handler(.notice(text)); lastProblem = text }
+        }
+        while !isStopped {
+            do {
+                let objects = try BlueZObjects.managedObjects(bus)
+                let adapters = objects.compactMap { path, ifaces in
+                    ifaces["org.bluez.Adapter1"].map { BlueZAdapter(path: path, address: $0["Address"]?.string ?? "", powered: $0["Powered"]?.bool ?? false) }
+                }.sorted { $0.path < $1.path }
+                let a = try BlueZObjects.choose(adapter ?? firstAdapter.name, from: adapters)
+                guard a.powered else { throw BlueZError.call("adapter \(a.name) is powered off") }
+                if adapterPath != a.path {
+                    try startDiscovery(bus, a.path)
+                    adapterPath = a.path
+                    if lastProblem != nil { handler(.notice("browsing again on \(a.name)")) }
+                    lastProblem = nil
+                }
+                var present = Set<String>()
+                for (path, ifaces) in objects where path.hasPrefix(a.path + "/") {
+                    guard let dev = ifaces["org.bluez.Device1"] else { continue }
+                    present.insert(path)
+                    emit(tracker.device(at: path, properties: dev))
+                }
+                for path in tracker.known.keys where !present.contains(path) { emit(tracker.removed(path)) }
+            } catch {
+                problem("Bluetooth browsing paused: \(error)")
+            }
+            Thread.sleep(forTimeInterval: interval)
+        }
+        if let p = adapterPath { _ = try? bus.call(BlueZObjects.service, p, "org.bluez.Adapter1", "StopDiscovery") }
+    }
+
+    private func startDiscovery(_ bus: DBusConnection, _ path: String) throws {
+        // No UUID filter: the service UUID travels only as a service-data key (§14.2), which
+        // BlueZ's UUID filter does not match on every version; the tracker filters instead.
+        let filter: DBusValue = .array([
+            .dictEntry(.string("Transport"), .variant(.string("auto"))),
+            .dictEntry(.string("DuplicateData"), .variant(.bool(true))),
+        ])
+        do {
+            _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter", [filter])
+            _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "StartDiscovery")
+        } catch let f as DBusFailure where f.description.contains("InProgress") {
+            return  // already discovering (another client on the adapter)
+        } catch let f as DBusFailure {
+            throw BlueZError(f)
+        }
+    }
+}

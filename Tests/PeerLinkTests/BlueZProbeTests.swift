@@ -1,0 +1,74 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// BlueZ over D-Bus without Bluetooth: a missing bus and a bus without bluetoothd give clear
+/// errors promptly; the D-Bus client reads and writes real messages through a private
+/// dbus-daemon.
+final class BlueZProbeTests: XCTestCase {
+    func testNoBusIsAClearError() throws {
+        let start = Date()
+        XCTAssertThrowsError(try BlueZProbe.adapters(busAddress: "unix:path=/nonexistent/peerlink-test.sock")) { e in
+            guard case .busUnavailable = e as? BlueZError else { return XCTFail("unexpected \(e)") }
+            XCTAssertTrue("\(e)".hasPrefix("cannot reach the D-Bus system bus"), "\(e)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5)
+    }
+
+    func testBusWithoutBluetoothdIsAClearError() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        XCTAssertThrowsError(try BlueZProbe.adapters(busAddress: bus.address)) { e in
+            XCTAssertEqual(e as? BlueZError, .daemonNotRunning)
+            XCTAssertTrue("\(e)".contains("bluetoothd is not running"), "\(e)")
+        }
+    }
+
+    func testCallsRoundTripValuesThroughTheBus() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let conn = try DBusConnection(address: bus.address)
+        XCTAssertTrue(try conn.nameHasOwner("org.freedesktop.DBus"))
+        XCTAssertFalse(try conn.nameHasOwner("org.bluez"))
+        let names = try conn.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+        guard case let .array(items)? = names.first else { return XCTFail("ListNames gave \(names)") }
+        XCTAssertTrue(items.contains(.string("org.freedesktop.DBus")))
+        // A D-Bus error reply becomes a DBusFailure with the error's name.
+        XCTAssertThrowsError(try conn.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", [.string("org.bluez")])) { e in
+            XCTAssertTrue((e as? DBusFailure)?.isServiceUnknown ?? false, "\(e)")
+        }
+        // Containers and variants are written with the right signatures (the bus checks them).
+        XCTAssertEqual(DBusConnection.signature(.array([.dictEntry(.string("k"), .variant(.bool(true)))])), "a{sv}")
+        XCTAssertThrowsError(try conn.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
+                                           [.array([.dictEntry(.string("k"), .variant(.uint16(3)))])])) { e in
+            XCTAssertTrue("\(e)".contains("InvalidArgs") || "\(e)".contains("signature"), "\(e)")
+        }
+    }
+}
+
+/// A dbus-daemon on a socket in a temporary directory, stopped by `stop()`.
+final class PrivateBus {
+    let address: String
+    private let process = Process()
+    private let dir: URL
+
+    init() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw XCTSkip("dbus-daemon is not installed") }
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-bus-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        address = "unix:path=\(dir.path)/bus.sock"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        try process.run()
+        let deadline = Date().addingTimeInterval(5)
+        while !FileManager.default.fileExists(atPath: "\(dir.path)/bus.sock") {
+            guard Date() < deadline else { stop(); throw XCTSkip("dbus-daemon did not start") }
+            usleep(20_000)
+        }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: dir)
+    }
+}
