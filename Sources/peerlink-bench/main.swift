@@ -244,14 +244,15 @@ func bluetoothBenchmark(_ args: [String]) async throws {
     } catch {
         print("peerlink  session over RFCOMM: failed: \(error)")
     }
-    // L2CAP: the session's default fragment size (SessionConfig, 16 KiB), capped by what the
-    // link carries; extra sizes (comma-separated 5th argument) are measured for comparison.
+    // L2CAP: the session's default fragment size (SessionConfig, 16 KiB), which the link's hello
+    // caps (L2CAPConnection.preferredMaxFrame: 4 KiB fragments on ERTM); other sizes
+    // (comma-separated 5th argument, each also capped) are measured for comparison.
     let sizes = args.count > 4 ? args[4].split(separator: ",").compactMap { Int($0) } : [SessionConfig().fragmentSize]
     for fragment in sizes {
         do {
             let l = try await bluetoothSession(listener: L2CAPTransport(adapterAddress: rx), dialler: L2CAPTransport(adapterAddress: tx),
                                                medium: .l2cap, remote: rx, bytes: bytes, fragment: fragment)
-            report("session over L2CAP ERTM, \(fragment) B", l, baseline: "l2test-bredr-basic")
+            report("session over L2CAP ERTM, cfg \(fragment) B", l, baseline: "l2test-bredr-basic")
             for other in ["l2cap-bredr-ertm", "l2cap-bredr-ertm-16k"] where medians[other] != nil {
                 report("  (same, against ERTM)", l, baseline: other)
             }
