@@ -6,7 +6,7 @@
 # BlueZ's own test tools move a fixed amount of data from hci0 to hci1:
 #   rctest   RFCOMM stream, 4 KiB writes (emulator quirk: keep RFCOMM writes <= 8 KiB)
 #   l2test   L2CAP basic mode over BR/EDR, SOCK_SEQPACKET, 672-byte packets (default MTU)
-#   l2cap_bench.py  L2CAP ERTM over BR/EDR, 672-byte and 16 KiB SDUs (l2test 5.66 cannot
+#   l2cap_bench.py  L2CAP ERTM over BR/EDR, 672-byte SDUs and 4144-byte ones (the size of PeerLink's 4 KiB fragments) (l2test 5.66 cannot
 #            select ERTM, see l2cap_bench.py); PeerLink's L2CAP links run in ERTM
 #   l2test   L2CAP LE credit-based channel (hci1 advertising), 672-byte SDUs
 # and prints MB/s (10^6 bytes per second) for each, measured by the receiver. These figures
@@ -121,13 +121,13 @@ for ((run = 1; run <= RUNS; run++)); do
         "l2test -r -i $HCI1 -P 4113 -b $BLOCK" \
         "l2test -s -i $HCI0 -P 4113 -b 672 -N $frames $HCI1"
 
-    # ERTM, what PeerLink runs: the same 672-byte SDUs, and 16 KiB ones (PeerLink's fragment size).
+    # ERTM, what PeerLink runs: the same 672-byte SDUs, and 4144-byte ones (a PeerLink 4 KiB fragment as sent).
     run_one l2cap-bredr-ertm 120 \
         "/usr/bin/python3 $LAB_DIR/l2cap_bench.py rx $ERTM_RX 4115 --mode ertm --block $BLOCK" \
         "/usr/bin/python3 $LAB_DIR/l2cap_bench.py tx $ERTM_TX 4115 $ERTM_RX --mode ertm --size 672 --count $frames"
-    run_one l2cap-bredr-ertm-16k 120 \
+    run_one l2cap-bredr-ertm-4k 120 \
         "/usr/bin/python3 $LAB_DIR/l2cap_bench.py rx $ERTM_RX 4117 --mode ertm --mtu 65535 --block $BLOCK" \
-        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py tx $ERTM_TX 4117 $ERTM_RX --mode ertm --size 16384 --count $((BYTES / 16384))"
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py tx $ERTM_TX 4117 $ERTM_RX --mode ertm --size 4144 --count $((BYTES / 4144 + 1))"
 
     # LE: the listening controller must advertise connectably for the initiator to find it.
     mgmt --index "$LE_RX_INDEX" advertising on >/dev/null
@@ -139,7 +139,7 @@ for ((run = 1; run <= RUNS; run++)); do
 done
 
 echo "summary (MB/s = 10^6 bytes/s, receiver-timed):"
-for name in rctest-rfcomm l2test-bredr-basic l2cap-bredr-ertm l2cap-bredr-ertm-16k l2test-le-coc; do summary "$name"; done
+for name in rctest-rfcomm l2test-bredr-basic l2cap-bredr-ertm l2cap-bredr-ertm-4k l2test-le-coc; do summary "$name"; done
 rm -rf "$WORK"
 echo "results: $OUT"
 exit $((failures > 0))

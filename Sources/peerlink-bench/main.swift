@@ -253,7 +253,7 @@ func bluetoothBenchmark(_ args: [String]) async throws {
             let l = try await bluetoothSession(listener: L2CAPTransport(adapterAddress: rx), dialler: L2CAPTransport(adapterAddress: tx),
                                                medium: .l2cap, remote: rx, bytes: bytes, fragment: fragment)
             report("session over L2CAP ERTM, cfg \(fragment) B", l, baseline: "l2test-bredr-basic")
-            for other in ["l2cap-bredr-ertm", "l2cap-bredr-ertm-16k"] where medians[other] != nil {
+            for other in ["l2cap-bredr-ertm", "l2cap-bredr-ertm-4k"] where medians[other] != nil {
                 report("  (same, against ERTM)", l, baseline: other)
             }
         } catch {
