@@ -48,6 +48,9 @@ def receive(args):
     server = socket.socket(socket.AF_BLUETOOTH, socket.SOCK_SEQPACKET, socket.BTPROTO_L2CAP)
     server.bind((args.adapter, args.psm))
     configure(server, args.mode, args.mtu)
+    # A large receive buffer, as PeerLink's L2CAP transport asks for (SO_RCVBUFFORCE, root in
+    # the lab): with the default one, ERTM links with multi-PDU SDUs were reset mid-transfer.
+    server.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)
     server.listen(1)
     print("Waiting for connection ...", flush=True)
     conn, peer = server.accept()
