@@ -6,13 +6,15 @@
 # repeated pairings between the same two controllers fail after a few). Prints MB/s and the
 # ratio to the baseline. Emulation sets the pace: only the ratios mean anything.
 #
-#   scripts/bench-bt.sh [MIB]    (default 2)
+#   scripts/bench-bt.sh [MIB [L2CAP-FRAGMENTS]]   (default 2 MiB; fragments e.g. 600,4096,16384,
+#                                                  default the session's 16 KiB)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MIB=${1:-2}
+FRAGS=${2:-}
 echo "[bench-bt] building peerlink-bench (release)"
 swift build -c release --product peerlink-bench >/tmp/peerlink-bench-build.log 2>&1 || { tail -20 /tmp/peerlink-bench-build.log; exit 1; }
 BIN=$(swift build -c release --show-bin-path)/peerlink-bench
-exec scripts/bt-lab.sh run --controllers 6 --timeout 600 -- /bin/sh -c \
-    "Hardware/bt-lab/baseline.sh --bytes $((MIB * 1048576)) && \
-     $BIN bluetooth \"\$PEERLINK_LAB_HCI4\" \"\$PEERLINK_LAB_HCI5\" \"\$PEERLINK_LAB_RESULTS/baseline.txt\" $MIB"
+exec scripts/bt-lab.sh run --controllers 8 --timeout 600 -- /bin/sh -c \
+    "Hardware/bt-lab/baseline.sh --bytes $((MIB * 1048576)); \
+     $BIN bluetooth \"\$PEERLINK_LAB_HCI4\" \"\$PEERLINK_LAB_HCI5\" \"\$PEERLINK_LAB_RESULTS/baseline.txt\" $MIB $FRAGS"

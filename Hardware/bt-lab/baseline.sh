@@ -6,6 +6,8 @@
 # BlueZ's own test tools move a fixed amount of data from hci0 to hci1:
 #   rctest   RFCOMM stream, 4 KiB writes (emulator quirk: keep RFCOMM writes <= 8 KiB)
 #   l2test   L2CAP basic mode over BR/EDR, SOCK_SEQPACKET, 672-byte packets (default MTU)
+#   l2cap_bench.py  L2CAP ERTM over BR/EDR, 672-byte SDUs and 4144-byte ones (the size of PeerLink's 4 KiB fragments) (l2test 5.66 cannot
+#            select ERTM, see l2cap_bench.py); PeerLink's L2CAP links run in ERTM
 #   l2test   L2CAP LE credit-based channel (hci1 advertising), 672-byte SDUs
 # and prints MB/s (10^6 bytes per second) for each, measured by the receiver. These figures
 # are the denominator for PeerLink's own benchmarks run in the same lab: compare ratios
@@ -29,8 +31,12 @@ HCI1=${PEERLINK_LAB_HCI1:?}
 # LE runs on its own pair of controllers when there is one (bt-lab.sh baseline boots four):
 # LE and BR/EDR links between the SAME two emulated controllers interfere (see drop_le_link).
 LE_TX=${PEERLINK_LAB_HCI2:-$HCI0} LE_RX=${PEERLINK_LAB_HCI3:-$HCI1}
+# ERTM likewise on hci6 -> hci7 when booted with eight: a third BR/EDR connection between the
+# same two controllers in one boot is often refused (EACCES, re-pairing without an agent).
+ERTM_TX=${PEERLINK_LAB_HCI6:-$HCI0} ERTM_RX=${PEERLINK_LAB_HCI7:-$HCI1}
 LE_RX_INDEX=1 LE_TX_INDEX=0
 [[ -n ${PEERLINK_LAB_HCI3:-} ]] && LE_RX_INDEX=3 LE_TX_INDEX=2
+LAB_DIR=$(cd "$(dirname "$0")" && pwd)
 OUT=${PEERLINK_LAB_RESULTS:-/tmp}/baseline.txt
 WORK=$(mktemp -d)
 BLOCK=262144            # receiver reports once per 256 KiB: enough to time with 10 ms resolution
@@ -60,7 +66,7 @@ run_one() {
     # shellcheck disable=SC2086
     setsid $rx_args >"$rx_log" 2>&1 </dev/null &
     rx_pid=$!
-    for _ in $(seq 50); do grep -q 'Waiting for connection' "$rx_log" && break; sleep 0.1; done
+    for _ in $(seq 150); do grep -q 'Waiting for connection' "$rx_log" && break; sleep 0.1; done
     # shellcheck disable=SC2086
     timeout -k 5 "$limit" $tx_args >"$tx_log" 2>&1 </dev/null
     tx_rc=$?
@@ -101,7 +107,7 @@ summary() {
         printf "%s-median %.3f\n", n, med }' >>"$OUT"
 }
 
-echo "baseline: BR/EDR $HCI0 -> $HCI1, LE $LE_TX -> $LE_RX, $BYTES bytes per tool and run, $RUNS runs"
+echo "baseline: BR/EDR $HCI0 -> $HCI1, ERTM $ERTM_TX -> $ERTM_RX, LE $LE_TX -> $LE_RX, $BYTES bytes per tool and run, $RUNS runs"
 
 for ((run = 1; run <= RUNS; run++)); do
     echo "run $run/$RUNS"
@@ -115,6 +121,14 @@ for ((run = 1; run <= RUNS; run++)); do
         "l2test -r -i $HCI1 -P 4113 -b $BLOCK" \
         "l2test -s -i $HCI0 -P 4113 -b 672 -N $frames $HCI1"
 
+    # ERTM, what PeerLink runs: the same 672-byte SDUs, and 4144-byte ones (a PeerLink 4 KiB fragment as sent).
+    run_one l2cap-bredr-ertm 120 \
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py rx $ERTM_RX 4115 --mode ertm --block $BLOCK" \
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py tx $ERTM_TX 4115 $ERTM_RX --mode ertm --size 672 --count $frames"
+    run_one l2cap-bredr-ertm-4k 120 \
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py rx $ERTM_RX 4117 --mode ertm --mtu 65535 --block $BLOCK" \
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py tx $ERTM_TX 4117 $ERTM_RX --mode ertm --size 4144 --count $((BYTES / 4144 + 1))"
+
     # LE: the listening controller must advertise connectably for the initiator to find it.
     mgmt --index "$LE_RX_INDEX" advertising on >/dev/null
     run_one l2test-le-coc 180 \
@@ -125,7 +139,7 @@ for ((run = 1; run <= RUNS; run++)); do
 done
 
 echo "summary (MB/s = 10^6 bytes/s, receiver-timed):"
-for name in rctest-rfcomm l2test-bredr-basic l2test-le-coc; do summary "$name"; done
+for name in rctest-rfcomm l2test-bredr-basic l2cap-bredr-ertm l2cap-bredr-ertm-4k l2test-le-coc; do summary "$name"; done
 rm -rf "$WORK"
 echo "results: $OUT"
 exit $((failures > 0))

@@ -2,7 +2,7 @@
 // in the same run. Not a test: it checks nothing, it measures.
 //
 //   swift run -c release peerlink-bench [MEGABYTES]       loopback TCP vs a raw socket and iperf3
-//   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB]   inside the Bluetooth lab (scripts/bench-bt.sh):
+//   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB [FRAGMENTS]]   inside the Bluetooth lab (scripts/bench-bt.sh):
 //       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
 //       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
 //   peerlink-bench handover-recv|handover-send …           the PeerLink half of scripts/bench-handover.sh
@@ -227,7 +227,7 @@ func bluetoothSession(listener: Transport, dialler: Transport, medium: Medium, r
 
 func bluetoothBenchmark(_ args: [String]) async throws {
     guard args.count >= 3 else {
-        print("usage: peerlink-bench bluetooth TX-ADDRESS RX-ADDRESS BASELINE-FILE [MIB]")
+        print("usage: peerlink-bench bluetooth TX-ADDRESS RX-ADDRESS BASELINE-FILE [MIB [L2CAP-FRAGMENT,...]]")
         exit(2)
     }
     let (tx, rx, baselineFile) = (args[0], args[1], args[2])
@@ -253,13 +253,20 @@ func bluetoothBenchmark(_ args: [String]) async throws {
     } catch {
         print("peerlink  session over RFCOMM: failed: \(error)")
     }
-    do {
-        // 600-byte fragments keep each Noise message within the 672-byte SDUs l2test uses
-        // (and away from the emulator's stalls with large SDUs).
-        let l = try await bluetoothSession(listener: L2CAPTransport(adapterAddress: rx), dialler: L2CAPTransport(adapterAddress: tx),
-                                           medium: .l2cap, remote: rx, bytes: bytes, fragment: 600)
-        report("session over L2CAP BR/EDR (ERTM)", l, baseline: "l2test-bredr-basic")
-    } catch {
-        print("peerlink  session over L2CAP: failed: \(error)")
+    // L2CAP: the session's default fragment size (SessionConfig, 16 KiB), which the link's hello
+    // caps (L2CAPConnection.preferredMaxFrame: 4 KiB fragments on ERTM); other sizes
+    // (comma-separated 5th argument, each also capped) are measured for comparison.
+    let sizes = args.count > 4 ? args[4].split(separator: ",").compactMap { Int($0) } : [SessionConfig().fragmentSize]
+    for fragment in sizes {
+        do {
+            let l = try await bluetoothSession(listener: L2CAPTransport(adapterAddress: rx), dialler: L2CAPTransport(adapterAddress: tx),
+                                               medium: .l2cap, remote: rx, bytes: bytes, fragment: fragment)
+            report("session over L2CAP ERTM, cfg \(fragment) B", l, baseline: "l2test-bredr-basic")
+            for other in ["l2cap-bredr-ertm", "l2cap-bredr-ertm-4k"] where medians[other] != nil {
+                report("  (same, against ERTM)", l, baseline: other)
+            }
+        } catch {
+            print("peerlink  session over L2CAP, \(fragment) B fragments: failed: \(error)")
+        }
     }
 }

@@ -271,10 +271,10 @@ final class BluetoothLabTests: XCTestCase {
     }
 
     func test2L2CAPNodesOverVirtualRadios() async throws {
-        // Fragments of 600 bytes keep each Noise message under 672 bytes, the size that
-        // never stalled in the emulator (see test9 for larger SDUs).
+        // The default fragment size (16 KiB): each side's hello asks for 4 KiB fragments on an
+        // ERTM link (L2CAPConnection.preferredMaxFrame), so this runs the production path.
         try await scenario("L2CAP BR/EDR", medium: .l2cap, listenOn: hci1, dialFrom: hci0,
-                           make: { L2CAPTransport(adapterAddress: $0) }, config: labConfig(fragmentSize: 600)) { raw in
+                           make: { L2CAPTransport(adapterAddress: $0) }, config: labConfig()) { raw in
             raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
         }
     }
@@ -361,6 +361,8 @@ final class BluetoothLabTests: XCTestCase {
         log("negotiated MTU dialler in/out \(d.incomingMTU)/\(d.outgoingMTU), listener in/out \(s.incomingMTU)/\(s.outgoingMTU)")
         XCTAssertEqual(d.outgoingMTU, 65535)
         XCTAssertEqual(s.outgoingMTU, 65535)
+        XCTAssertEqual(d.preferredMaxFrame, L2CAPTransport.preferredSDU - 16, "ERTM links ask for 4 KiB fragments")
+        XCTAssertEqual(s.preferredMaxFrame, L2CAPTransport.preferredSDU - 16)
         for size in [672, 1024, 4096, 8192, 16384, 24576, 32768, 49152, 65535] {
             var ok = 0
             let t0 = Date()

@@ -65,7 +65,12 @@ public actor Node {
     /// Who answers invitations (set by an `Advertiser`); nil declines them all.
     func setInvitationHandler(_ h: (@Sendable (Invitation) -> Void)?) { invitationHandler = h }
 
-    func hello() -> Hello { Hello(displayName: displayName, sessionToken: token, datagramPort: udp?.port) }
+    /// The hello sent over `conn`: its max frame is what this link carries best (a smaller one
+    /// on L2CAP BR/EDR, see `L2CAPConnection.preferredMaxFrame`), so the peer fragments to it.
+    func hello(for conn: MessageConnection) -> Hello {
+        let maxFrame = (conn as? L2CAPConnection)?.preferredMaxFrame ?? WireLimits.frame
+        return Hello(displayName: displayName, maxFrame: UInt32(maxFrame), sessionToken: token, datagramPort: udp?.port)
+    }
 
     /// Opens the UDP socket once, when the node has an IP transport; failure only disables UDP.
     private func openDatagramSocket() {
@@ -76,7 +81,7 @@ public actor Node {
     private func handleIncoming(_ conn: MessageConnection) async {
         let link: SecureLink
         do {
-            link = try await SecureLink.establish(over: conn, initiator: false, identity: identity, hello: hello(),
+            link = try await SecureLink.establish(over: conn, initiator: false, identity: identity, hello: hello(for: conn),
                                                   timeout: handshakeTimeout, udp: udp)
         } catch {
             return  // hostile or broken dialler: closed by establish
@@ -225,7 +230,7 @@ public actor Node {
         }
         openDatagramSocket()
         let conn = try await transport.connect(to: endpoint, timeout: min(timeout, 10))
-        return try await SecureLink.establish(over: conn, initiator: true, identity: identity, hello: hello(),
+        return try await SecureLink.establish(over: conn, initiator: true, identity: identity, hello: hello(for: conn),
                                               expecting: peer, timeout: handshakeTimeout, udp: udp)
     }
 
