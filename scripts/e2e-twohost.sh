@@ -19,37 +19,10 @@ export PEERLINK_RUNTIME_DIR="$work/run"  # control sockets for `peerlink links`
 A=${IPLAB_PREFIX}a
 B=${IPLAB_PREFIX}b
 SERVICE=field-demo
-passed=0; failed=0
-pids=()
-
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    exec 7>&- 8>&- 2>/dev/null
-    "$lab" down "$work/lab" >/dev/null 2>&1
-    if [ "$failed" -gt 0 ]; then
-        echo "e2e: logs kept in $work" >&2
-        for f in "$work"/*.out "$work"/*.err; do [ -f "$f" ] && { echo "---- $f"; tail -n 40 "$f"; } >&2; done
-    else
-        rm -rf "$work"
-    fi
-}
-trap cleanup EXIT
-
-check() {  # NAME CONDITION-COMMAND...
-    local name=$1; shift
-    if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
-}
-
-# wait_for FILE REGEX SECONDS — true once a line of FILE matches.
-wait_for() {
-    local file=$1 re=$2 secs=$3 end
-    end=$(( $(date +%s%N) + secs * 1000000000 ))
-    while [ "$(date +%s%N)" -lt "$end" ]; do
-        grep -qE -- "$re" "$file" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
+NAME=e2e
+# shellcheck source=lab/e2e-lib.sh
+. "$here/lab/e2e-lib.sh"
+trap e2e_cleanup EXIT
 
 count_matches() { grep -cE -- "$2" "$1" 2>/dev/null || true; }
 
