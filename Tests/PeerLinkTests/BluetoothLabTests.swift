@@ -279,6 +279,73 @@ final class BluetoothLabTests: XCTestCase {
         }
     }
 
+    /// The remote adapter is powered off mid-session: the peer must be reported not connected
+    /// within the keepalive bound, and once the adapter is back a new invitation succeeds.
+    /// Uses hci2 → hci3 over RFCOMM (hci0/hci1 already carried two sessions in this boot).
+    func test5RemoteAdapterPowerOffWithinKeepaliveBound() async throws {
+        guard let tx = env["PEERLINK_LAB_HCI2"], let rx = env["PEERLINK_LAB_HCI3"] else {
+            throw XCTSkip("needs four controllers (scripts/test-bt.sh boots them)")
+        }
+        var config = SessionConfig()
+        config.keepaliveInterval = 1000
+        config.deadAfter = 5000  // the bound under test (the emulator is too slow for 3 s to be safe)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: rx)], handshakeTimeout: 20)
+        let sa = Session(node: a, config: config)
+        let adv = Advertiser(node: a, service: try ServiceType("bt-lab"), discovery: MemoryDiscovery())
+        try await adv.start()
+        let accepter = Task { for await inv in adv.invitations { inv.accept(into: sa) } }
+        defer { accepter.cancel() }
+        let ports = try await a.start()
+        let port = try XCTUnwrap(ports[.rfcomm])
+        let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: rx, port: port)])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: tx)], handshakeTimeout: 20)
+        let sb = Session(node: b, config: config)
+        defer { try? btmgmt(index: 3, "power", "on"); try? btmgmt(index: 3, "connectable", "on") }
+
+        try await b.invite(info, to: sb, timeout: 30)
+        let first = Task { try await collect(sa, count: 1) }
+        try await sb.send(Array("before".utf8), to: [a.peerID])
+        let gotFirst = try await first.value
+        XCTAssertEqual(gotFirst, ["before"])
+
+        let lost = Task { () -> Double? in
+            let start = Date()
+            for await e in sb.events {
+                if case let .peerStateChanged(p, _, .notConnected) = e, p == a.peerID { return Date().timeIntervalSince(start) }
+            }
+            return nil
+        }
+        try btmgmt(index: 3, "power", "off")
+        let after = try await withTimeout(Double(config.deadAfter) / 1000 + 10) { await lost.value } ?? nil
+        let seconds = try XCTUnwrap(after, "B never reported A not connected")
+        log(String(format: "remote power off: peer reported not connected after %.2f s (bound %.1f s)", seconds, Double(config.deadAfter) / 1000))
+        XCTAssertLessThanOrEqual(seconds, Double(config.deadAfter) / 1000 + 3, "within the keepalive bound (+3 s for the emulator)")
+        let peers = await sb.connectedPeers()
+        XCTAssertEqual(peers, [])
+
+        try btmgmt(index: 3, "power", "on")
+        try btmgmt(index: 3, "connectable", "on")
+        var again = false
+        for attempt in 1...3 where !again {
+            do {
+                try await b.invite(info, to: sb, timeout: 30)
+                again = true
+            } catch {
+                log("re-invite attempt \(attempt) after power on failed: \(error)")
+                try await Task.sleep(nanoseconds: 2_000_000_000)
+            }
+        }
+        XCTAssertTrue(again, "A is reachable again after its adapter is powered on")
+        if again {
+            let second = Task { try await collect(sa, count: 1) }
+            try await sb.send(Array("after".utf8), to: [a.peerID])
+            let gotSecond = try await second.value
+            XCTAssertEqual(gotSecond, ["after"])
+        }
+        await sb.disconnect(); await sa.disconnect()
+        await a.stop(); await b.stop()
+    }
+
     func test3L2CAPLowEnergyNodesOverVirtualRadios() async throws {
         // LE connections under btvirt emulation time out or are refused in about one run of
         // three (see Hardware/bt-lab/README.md), so CI leaves this test out; run it with
