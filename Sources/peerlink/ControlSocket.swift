@@ -84,9 +84,10 @@ final class ControlServer: @unchecked Sendable {
                     var data = (try? encoder.encode(await report())) ?? Data("{}".utf8)
                     data.append(0x0a)
                     data.withUnsafeBytes { buf in
+                        guard let base = buf.baseAddress else { return }
                         var off = 0
                         while off < buf.count {
-                            let n = send(client, buf.baseAddress! + off, buf.count - off, Int32(MSG_NOSIGNAL))
+                            let n = send(client, base + off, buf.count - off, Int32(MSG_NOSIGNAL))
                             if n <= 0 { break }
                             off += n
                         }

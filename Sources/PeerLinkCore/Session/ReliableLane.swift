@@ -26,9 +26,6 @@ public enum Lane: String, Sendable, CaseIterable, Codable {
     func ack(upTo: UInt64) -> Frame {
         self == .main ? .ack(upTo: upTo) : .bulkAck(upTo: upTo)
     }
-
-    /// The link-policy role whose carrier this lane follows.
-    public var role: LinkRole { self == .main ? .reliable : .bulk }
 }
 
 /// Send and receive state of one lane, without I/O: an outbox of unacknowledged records and a
