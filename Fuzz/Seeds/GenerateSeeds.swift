@@ -52,6 +52,8 @@ struct GenerateSeeds {
             Hello(displayName: "Alice's laptop", sessionToken: token).encode(),
             Hello(displayName: "Zoë 📱", maxFrame: 1024, sessionToken: token, minor: 3).encode(),
             withUnknown,
+            Hello(displayName: "Pi", sessionToken: token, datagramPort: 40_000,
+                  discoveryInfo: try? DiscoveryInfo(["room": "lab", "v": "2"])).encode(),
         ]
     }
 

@@ -13,14 +13,18 @@ public struct Hello: Equatable, Sendable {
     public var sessionToken: [UInt8]
     /// The UDP port this node receives unreliable datagrams on, if it offers UDP.
     public var datagramPort: UInt16?
+    /// What the node publishes as discovery info while it advertises, so a browser that found
+    /// it without DNS-SD (over Bluetooth) learns it from the handshake (PROTOCOL §6, §14.3).
+    public var discoveryInfo: DiscoveryInfo?
 
-    enum Field: UInt8 { case displayName = 1, maxFrame = 2, sessionToken = 3, datagramPort = 4 }
+    enum Field: UInt8 { case displayName = 1, maxFrame = 2, sessionToken = 3, datagramPort = 4, discoveryInfo = 5 }
 
     public init(displayName: String, maxFrame: UInt32 = UInt32(WireLimits.frame), sessionToken: [UInt8],
-                datagramPort: UInt16? = nil,
+                datagramPort: UInt16? = nil, discoveryInfo: DiscoveryInfo? = nil,
                 major: UInt8 = UInt8(PeerLinkProtocol.major), minor: UInt8 = UInt8(PeerLinkProtocol.minor)) {
         self.major = major; self.minor = minor; self.displayName = displayName
         self.maxFrame = maxFrame; self.sessionToken = sessionToken; self.datagramPort = datagramPort
+        self.discoveryInfo = discoveryInfo
     }
 
     public func encode() -> [UInt8] {
@@ -31,6 +35,10 @@ public struct Hello: Equatable, Sendable {
         w.u8(Field.maxFrame.rawValue); w.u16(4); w.u32(maxFrame)
         w.u8(Field.sessionToken.rawValue); w.u16(UInt16(sessionToken.count)); w.append(sessionToken)
         if let datagramPort { w.u8(Field.datagramPort.rawValue); w.u16(2); w.u16(datagramPort) }
+        // DiscoveryInfo's limits keep every entry ≤ 255 bytes, so encoding cannot fail.
+        if let discoveryInfo, let txt = try? TXTRecord.encode(discoveryInfo.entries) {
+            w.u8(Field.discoveryInfo.rawValue); w.u16(UInt16(txt.count)); w.append(txt)
+        }
         return w.bytes
     }
 
@@ -40,7 +48,7 @@ public struct Hello: Equatable, Sendable {
         guard Int(major) == PeerLinkProtocol.major else {
             throw WireError.invalid(field: "hello", reason: "protocol major version \(major), this node speaks \(PeerLinkProtocol.major)")
         }
-        var name: String?, maxFrame: UInt32?, token: [UInt8]?, udp: UInt16?
+        var name: String?, maxFrame: UInt32?, token: [UInt8]?, udp: UInt16?, info: DiscoveryInfo?
         var seen: Set<UInt8> = []
         while !r.isAtEnd {
             let t = try r.u8("hello field type")
@@ -67,12 +75,17 @@ public struct Hello: Equatable, Sendable {
                 let port = try pr.u16("datagram port")
                 guard port != 0 else { throw WireError.invalid(field: "hello datagram port", reason: "port 0") }
                 udp = port
+            case .discoveryInfo:
+                do { info = try DiscoveryInfo(TXTRecord.decode(v)) } catch {
+                    throw WireError.invalid(field: "hello discovery info", reason: "\(error)")
+                }
             case nil:
                 continue
             }
         }
         guard let name else { throw WireError.invalid(field: "hello", reason: "no display name") }
         guard let token else { throw WireError.invalid(field: "hello", reason: "no session token") }
-        return Hello(displayName: name, maxFrame: maxFrame ?? UInt32(WireLimits.frame), sessionToken: token, datagramPort: udp, major: major, minor: minor)
+        return Hello(displayName: name, maxFrame: maxFrame ?? UInt32(WireLimits.frame), sessionToken: token, datagramPort: udp,
+                     discoveryInfo: info, major: major, minor: minor)
     }
 }

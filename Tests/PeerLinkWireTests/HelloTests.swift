@@ -38,6 +38,19 @@ final class HelloTests: XCTestCase {
         }
     }
 
+    func testDiscoveryInfo() throws {
+        let info = try DiscoveryInfo(["room": "lab", "v": "2"])
+        let h = Hello(displayName: "u", sessionToken: token, discoveryInfo: info)
+        XCTAssertEqual(try Hello.decode(h.encode()).discoveryInfo, info)
+        XCTAssertNil(try Hello.decode(Hello(displayName: "u", sessionToken: token).encode()).discoveryInfo)
+        // Present but empty: an advertiser without application info.
+        XCTAssertEqual(try Hello.decode(raw([(1, bytes("b")), (3, token), (5, [])])).discoveryInfo, DiscoveryInfo())
+        // Truncated TXT, a reserved key, a key with a control character: the hello is invalid.
+        for bad: [UInt8] in [[9] + bytes("room=la"), [6] + bytes("_id=xy"), [4, 0x61, 0x01, 0x3d, 0x62]] {
+            XCTAssertEqual(assertWireError(try Hello.decode(raw([(1, bytes("b")), (3, token), (5, bad)])))?.isInvalid, true, "\(bad)")
+        }
+    }
+
     func testLongNameTruncatedOnACharacterBoundary() throws {
         // The encoder never cuts a character in half (40 × "é" = 80 bytes → 31 characters).
         let h = Hello(displayName: String(repeating: "é", count: 40), sessionToken: token)

@@ -41,7 +41,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
     ]
 
     static let checkedHere: Set<String> = Set(frames.map(\.0)).union([
-        "hello", "hello-responder", "hello-unknown-field", "txt-rdata", "length-prefixed-noise-message-1",
+        "hello", "hello-responder", "hello-unknown-field", "hello-discovery-info", "txt-rdata", "length-prefixed-noise-message-1",
     ])
 
     var doc: DocVectors!
@@ -95,6 +95,10 @@ final class ProtocolDocVectorsTests: XCTestCase {
         let extended = try doc.hex("hello-unknown-field")
         XCTAssertEqual(try Hello.decode(extended), Self.helloA)
         XCTAssertEqual(Array(extended.prefix(Self.helloA.encode().count)), Self.helloA.encode())
+        let withInfo = Hello(displayName: "bob", maxFrame: 65519, sessionToken: (0..<16).map { 0xb0 + UInt8($0) },
+                             discoveryInfo: try DiscoveryInfo(["room": "lab"]), major: 1, minor: 0)
+        XCTAssertEqual(withInfo.encode(), try doc.hex("hello-discovery-info"))
+        XCTAssertEqual(try Hello.decode(try doc.hex("hello-discovery-info")), withInfo)
     }
 
     func testTXTRecord() throws {

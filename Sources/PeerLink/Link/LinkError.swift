@@ -1,3 +1,4 @@
+import Foundation
 import PeerLinkWire
 
 /// Why a link could not be set up or was closed.
@@ -6,6 +7,8 @@ public enum LinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case handshakeFailed(String)
     /// The remote's key belongs to another peer than the one dialled.
     case unexpectedPeer(expected: PeerID, actual: PeerID)
+    /// The remote's peer ID does not start with the bytes its advertisement promised.
+    case unexpectedPeerPrefix(expected: [UInt8], actual: PeerID)
     /// The remote sent something the protocol does not allow.
     case protocolError(String)
     case timedOut(String)
@@ -16,6 +19,9 @@ public enum LinkError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .handshakeFailed(why): return "secure handshake failed: \(why)"
         case let .unexpectedPeer(e, a): return "the remote is peer \(a), not the expected peer \(e); link closed"
+        case let .unexpectedPeerPrefix(e, a):
+            let hex = e.map { String(format: "%02x", $0) }.joined()
+            return "the remote is peer \(a), whose ID does not start with the advertised bytes \(hex); link closed"
         case let .protocolError(why): return "protocol error from the remote: \(why)"
         case let .timedOut(what): return "\(what) timed out"
         case .closedByRemote: return "the remote closed the connection"

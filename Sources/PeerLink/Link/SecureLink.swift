@@ -38,10 +38,12 @@ public final class SecureLink: @unchecked Sendable {
     }
 
     /// Runs the handshake as initiator (dialler) or responder. `expecting` closes the link
-    /// when the remote's key is not that peer's. On any failure the connection is closed.
+    /// when the remote's key is not that peer's; `expectingPrefix` when its peer ID does not
+    /// start with those bytes (a device seen in a Bluetooth advert, PROTOCOL §14.3). On any
+    /// failure the connection is closed.
     public static func establish(over connection: MessageConnection, initiator: Bool, identity: Identity,
-                                 hello: Hello, expecting: PeerID? = nil, timeout: Double = 10,
-                                 udp: UDPSocket? = nil) async throws -> SecureLink {
+                                 hello: Hello, expecting: PeerID? = nil, expectingPrefix: [UInt8]? = nil,
+                                 timeout: Double = 10, udp: UDPSocket? = nil) async throws -> SecureLink {
         let fired = Flag()
         let watchdog = Task {
             try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
@@ -60,7 +62,7 @@ public final class SecureLink: @unchecked Sendable {
             if initiator {
                 connection.enqueue(try hs.writeMessage(payload: []))
                 let payload = try hs.readMessage(try await next())
-                try check(hs, expecting: expecting)
+                try check(hs, expecting: expecting, prefix: expectingPrefix)
                 remoteHello = try Hello.decode(payload)
                 connection.enqueue(try hs.writeMessage(payload: hello.encode()))
             } else {
@@ -70,7 +72,7 @@ public final class SecureLink: @unchecked Sendable {
                 }
                 connection.enqueue(try hs.writeMessage(payload: hello.encode()))
                 remoteHello = try Hello.decode(try hs.readMessage(try await next()))
-                try check(hs, expecting: expecting)
+                try check(hs, expecting: expecting, prefix: expectingPrefix)
             }
             guard let key = hs.remoteStaticKey else { throw LinkError.handshakeFailed("no remote static key") }
             let ciphers = try hs.split()
@@ -95,10 +97,13 @@ public final class SecureLink: @unchecked Sendable {
         }
     }
 
-    private static func check(_ hs: NoiseHandshakeXX, expecting: PeerID?) throws {
-        guard let expecting, let key = hs.remoteStaticKey else { return }
+    private static func check(_ hs: NoiseHandshakeXX, expecting: PeerID?, prefix: [UInt8]?) throws {
+        guard let key = hs.remoteStaticKey else { return }
         let actual = PeerID(publicKey: key)
-        if actual != expecting { throw LinkError.unexpectedPeer(expected: expecting, actual: actual) }
+        if let expecting, actual != expecting { throw LinkError.unexpectedPeer(expected: expecting, actual: actual) }
+        if let prefix, !actual.bytes.starts(with: prefix) {
+            throw LinkError.unexpectedPeerPrefix(expected: prefix, actual: actual)
+        }
     }
 
     /// Encrypts and queues a frame. Frames are sent in the order of calls.

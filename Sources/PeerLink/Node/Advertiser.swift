@@ -5,25 +5,38 @@ public final class Advertiser: Sendable {
     public let node: Node
     public let service: ServiceType
     public let info: DiscoveryInfo
-    public let discovery: Discovery
+    /// The backends it publishes on (e.g. Avahi and BlueZ).
+    public let discoveries: [Discovery]
+    /// The first backend.
+    public var discovery: Discovery { discoveries[0] }
     /// Invitations from peers; answer each with `accept(into:)` or `decline()`.
     public let invitations: AsyncStream<Invitation>
-    /// Human-readable publication changes (renamed after a collision, daemon restarts).
+    /// Human-readable publication changes (renamed after a collision, daemon restarts, a
+    /// backend that could not publish while others could).
     public let notices: AsyncStream<String>
     private let invitationSink: AsyncStream<Invitation>.Continuation
     private let noticeSink: AsyncStream<String>.Continuation
-    private let handle = HandleBox()
+    private let handles: [HandleBox]
 
-    public init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discovery: Discovery) {
+    public convenience init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discovery: Discovery) {
+        self.init(node: node, service: service, info: info, discoveries: [discovery])
+    }
+
+    /// - Parameter discoveries: at least one backend; the node is published on each.
+    public init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discoveries: [Discovery]) {
+        precondition(!discoveries.isEmpty, "an advertiser needs at least one discovery backend")
         self.node = node
         self.service = service
         self.info = info
-        self.discovery = discovery
+        self.discoveries = discoveries
+        self.handles = discoveries.map { _ in HandleBox() }
         (invitations, invitationSink) = AsyncStream.makeStream(of: Invitation.self, bufferingPolicy: .bufferingNewest(64))
         (notices, noticeSink) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
     }
 
-    /// Starts listening (if not yet), publishes, and starts delivering invitations.
+    /// Starts listening (if not yet), publishes on every backend, and starts delivering
+    /// invitations. Throws when no backend could publish; a backend that fails while another
+    /// succeeded is reported on `notices`.
     public func start() async throws {
         let ports = try await node.start()
         guard !ports.isEmpty else {
@@ -32,14 +45,29 @@ public final class Advertiser: Sendable {
         let ad = try Advertisement(peerID: node.peerID, displayName: node.displayName, info: info)
         let sink = invitationSink
         await node.setInvitationHandler { sink.yield($0) }
+        await node.setAdvertisedInfo(info)
         let notices = noticeSink
-        handle.set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
+        var failures: [Error] = []
+        for (index, discovery) in discoveries.enumerated() {
+            do {
+                handles[index].set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
+            } catch {
+                failures.append(error)
+            }
+        }
+        if failures.count == discoveries.count, let first = failures.first {
+            await node.setInvitationHandler(nil)
+            await node.setAdvertisedInfo(nil)
+            throw first
+        }
+        for f in failures { notices.yield("not advertised on one medium: \(f)") }
     }
 
     /// Stops publishing and declining new invitations.
     public func stop() async {
-        handle.set(nil)
+        for h in handles { h.set(nil) }
         await node.setInvitationHandler(nil)
+        await node.setAdvertisedInfo(nil)
         invitationSink.finish()
         noticeSink.finish()
     }

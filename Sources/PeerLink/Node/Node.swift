@@ -22,6 +22,8 @@ public actor Node {
     public nonisolated let datagrams: Bool
     private var invitationHandler: (@Sendable (Invitation) -> Void)?
     private var pendingInvitations = 0
+    /// The discovery info of the running advertiser, told in the hello (PROTOCOL §6 field 5).
+    private var advertisedInfo: DiscoveryInfo?
 
     /// - Parameters:
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
@@ -65,11 +67,15 @@ public actor Node {
     /// Who answers invitations (set by an `Advertiser`); nil declines them all.
     func setInvitationHandler(_ h: (@Sendable (Invitation) -> Void)?) { invitationHandler = h }
 
+    /// What the hello tells about this node's discovery info (set while an advertiser runs).
+    func setAdvertisedInfo(_ info: DiscoveryInfo?) { advertisedInfo = info }
+
     /// The hello sent over `conn`: its max frame is what this link carries best (a smaller one
     /// on L2CAP BR/EDR, see `L2CAPConnection.preferredMaxFrame`), so the peer fragments to it.
     func hello(for conn: MessageConnection) -> Hello {
         let maxFrame = (conn as? L2CAPConnection)?.preferredMaxFrame ?? WireLimits.frame
-        return Hello(displayName: displayName, maxFrame: UInt32(maxFrame), sessionToken: token, datagramPort: udp?.port)
+        return Hello(displayName: displayName, maxFrame: UInt32(maxFrame), sessionToken: token, datagramPort: udp?.port,
+                     discoveryInfo: advertisedInfo)
     }
 
     /// Opens the UDP socket once, when the node has an IP transport; failure only disables UDP.
@@ -86,8 +92,13 @@ public actor Node {
         } catch {
             return  // hostile or broken dialler: closed by establish
         }
-        guard let first = try? await Node.receive(link, timeout: handshakeTimeout),
-              case let .invite(id, timeoutMillis, context) = first else {
+        let first = try? await Node.receive(link, timeout: handshakeTimeout)
+        if case .close? = first {
+            // A browser that only wanted to learn who we are (PROTOCOL §14.3): nothing to answer.
+            link.close()
+            return
+        }
+        guard let first, case let .invite(id, timeoutMillis, context) = first else {
             link.send(.close(reason: .protocolError, text: "expected an invitation"))
             await link.connection.flush()
             link.close()

@@ -38,6 +38,8 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case invitationDeclined(PeerID)
     case invitationTimedOut(PeerID, seconds: Double)
     case unreachable(PeerID, reasons: [String])
+    /// A device advertising a peer-ID prefix (hex) could not be asked who it is.
+    case unresolved(prefix: String, reasons: [String])
     case resourceDeclined(String)
     case resourceFailed(String)
     case file(String)
@@ -49,6 +51,7 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invitationDeclined(p): return "peer \(p.short) declined the invitation"
         case let .invitationTimedOut(p, s): return "peer \(p.short) did not answer the invitation within \(s) s"
         case let .unreachable(p, reasons): return "could not reach peer \(p.short): " + reasons.joined(separator: "; ")
+        case let .unresolved(prefix, reasons): return "could not learn who device \(prefix)… is: " + reasons.joined(separator: "; ")
         case let .resourceDeclined(n): return "the receiver declined '\(n)'"
         case let .resourceFailed(why): return "transfer failed: \(why)"
         case let .file(why): return why
