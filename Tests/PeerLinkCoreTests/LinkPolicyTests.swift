@@ -63,6 +63,38 @@ final class LinkPolicyTests: XCTestCase {
         XCTAssertTrue(p.choose([lossy]).reason[.reliable]?.contains("last resort") ?? false)
     }
 
+    func testAvoidedMediumOnlyWhenNothingElseIsUp() {
+        // A Pi on battery that would rather not keep Wi-Fi busy: even bulk stays on Bluetooth.
+        var p = LinkPolicy(.bluetoothFirst)
+        p.avoid = [.ip]
+        let c = p.choose([bt, wifi])
+        for role in LinkRole.allCases { XCTAssertEqual(c.carrier[role], 1, "\(role)") }
+        // Bluetooth gone: the avoided link is used, and says so.
+        let fallback = p.choose([wifi], previous: c)
+        XCTAssertEqual(fallback.carrier[.bulk], 2)
+        XCTAssertTrue(fallback.reason[.bulk]?.contains("ip is avoided") ?? false, "\(String(describing: fallback.reason[.bulk]))")
+        // Bluetooth back and settled: it takes over again (better tier).
+        XCTAssertEqual(p.choose([bt, wifi], previous: fallback).carrier[.bulk], 1)
+        // An avoided link still beats a lossy one.
+        var lossyBT = bt
+        lossyBT.loss = 0.5
+        XCTAssertEqual(p.choose([lossyBT, wifi]).carrier[.reliable], 2)
+    }
+
+    func testSmallFramesCostBulkThroughput() {
+        // Same measured throughput: 600-byte frames (LE credit-based) lose ~6 % to per-frame
+        // overhead against 4 KiB frames, so bulk prefers the bigger frames.
+        let le = LinkMetrics(id: 3, linkClass: .bluetooth, age: 60_000, rttMillis: 40, throughput: 100_000, maxFrame: 600)
+        let bredr = LinkMetrics(id: 4, linkClass: .bluetooth, age: 60_000, rttMillis: 40, throughput: 100_000, maxFrame: 4096)
+        let c = LinkPolicy(.bluetoothOnly).choose([le, bredr])
+        XCTAssertEqual(c.carrier[.bulk], 4)
+        XCTAssertTrue(c.reason[.bulk]?.contains("frames of 4096 bytes") ?? false, "\(String(describing: c.reason[.bulk]))")
+        // Without frame sizes the lower link id wins the tie.
+        var a = le, b = bredr
+        a.maxFrame = nil; b.maxFrame = nil
+        XCTAssertEqual(LinkPolicy(.bluetoothOnly).choose([a, b]).carrier[.bulk], 3)
+    }
+
     func testNoLinks() {
         let c = LinkPolicy().choose([])
         XCTAssertTrue(c.carrier.isEmpty)

@@ -79,6 +79,20 @@ final class SessionCoreTests: XCTestCase {
         XCTAssertNoThrow(try p.a.send([UInt8](repeating: 0, count: 1023), reliable: false, now: 0))
     }
 
+    func testSmallestAnnouncedMaxFrameWins() throws {
+        // An L2CAP link (4 KiB frames) then a TCP link (65519): fragments keep fitting the
+        // L2CAP link, where lanes may move back.
+        let p = SessionPair()
+        p.a.setRemoteMaxFrame(4096)
+        p.up(1)
+        p.a.setRemoteMaxFrame(65519)
+        XCTAssertEqual(p.a.maxFrame, 4096)
+        try p.a.send(message(3, size: 20_000), reliable: true, now: 0)
+        p.collect()
+        XCTAssertFalse(p.sentByA.isEmpty)
+        for s in p.sentByA { XCTAssertLessThanOrEqual(s.frame.encode().count, 4096) }
+    }
+
     func testAcksTrimOutboxAndSendWindowIsRespected() throws {
         var c = SessionConfig()
         c.sendWindow = 4000

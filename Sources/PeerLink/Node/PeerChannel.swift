@@ -239,7 +239,7 @@ actor PeerChannel {
         let metrics = links.values.map { l in
             let st = core.stats(of: l.id, now: now)
             return LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis,
-                               loss: st?.loss ?? 0, throughput: st?.throughput)
+                               loss: st?.loss ?? 0, throughput: st?.throughput, maxFrame: Int(l.remoteHello.maxFrame))
         }
         lastPolicyRun = now
         choice = session.policy.choose(metrics, previous: choice)

@@ -28,9 +28,14 @@ public struct LinkMetrics: Sendable, Equatable {
     public var loss: Double
     /// Estimated bytes per second, if measured.
     public var throughput: Double?
+    /// The largest frame the remote accepts on this link (its hello), if known: small frames
+    /// cost more per byte (each carries a tag and headers).
+    public var maxFrame: Int?
 
-    public init(id: LinkID, linkClass: LinkClass, age: UInt64 = 0, rttMillis: UInt64? = nil, loss: Double = 0, throughput: Double? = nil) {
-        self.id = id; self.linkClass = linkClass; self.age = age; self.rttMillis = rttMillis; self.loss = loss; self.throughput = throughput
+    public init(id: LinkID, linkClass: LinkClass, age: UInt64 = 0, rttMillis: UInt64? = nil, loss: Double = 0,
+                throughput: Double? = nil, maxFrame: Int? = nil) {
+        self.id = id; self.linkClass = linkClass; self.age = age; self.rttMillis = rttMillis; self.loss = loss
+        self.throughput = throughput; self.maxFrame = maxFrame
     }
 }
 
@@ -55,6 +60,12 @@ public struct LinkPolicy: Sendable, Equatable {
     public var dwellMillis: UInt64 = 3000
     /// …and is at least this much better by the role's measure (0.25 = 25 %).
     public var margin = 0.25
+    /// Classes of link the user would rather not use (metered, or costly in power on a
+    /// battery device): used for a role only when no other allowed link is usable.
+    public var avoid: Set<LinkClass> = []
+    /// Bytes each frame costs beyond its payload on the wire (AEAD tag, length prefix,
+    /// frame and record headers): bulk speed is weighed by `maxFrame / (maxFrame + this)`.
+    public static let frameOverhead = 40
 
     public init(_ kind: Kind = .bluetoothFirst) { self.kind = kind }
 
@@ -104,7 +115,9 @@ public struct LinkPolicy: Sendable, Equatable {
         links.map { l in
             let demoted = l.loss > lossLimit
             let rtt = Double(l.rttMillis ?? 10_000)
-            let speed = l.throughput ?? (l.linkClass == .ip ? 10_000_000 : l.linkClass == .bluetooth ? 100_000 : 1_000_000)
+            let raw = l.throughput ?? (l.linkClass == .ip ? 10_000_000 : l.linkClass == .bluetooth ? 100_000 : 1_000_000)
+            let frame = Double(l.maxFrame ?? 65519)
+            let speed = raw * frame / (frame + Double(Self.frameOverhead))
             var tier: Int
             var measure: Double
             var why: String
@@ -112,7 +125,8 @@ public struct LinkPolicy: Sendable, Equatable {
             case (.lowestLatency, _):
                 tier = 0; measure = rtt; why = "lowest round-trip time (\(l.rttMillis.map { "\($0) ms" } ?? "not measured"))"
             case (.bluetoothFirst, .bulk), (.wifiFirst, .bulk), (.bluetoothOnly, .bulk), (.ipOnly, .bulk):
-                tier = 0; measure = 1 / speed; why = "fastest link for bulk (\(Int(speed / 1000)) kB/s)"
+                tier = 0; measure = 1 / speed
+                why = "fastest link for bulk (\(Int(speed / 1000)) kB/s\(l.maxFrame.map { " in frames of \($0) bytes" } ?? ""))"
             case (.bluetoothFirst, _):
                 tier = l.linkClass == .bluetooth ? 0 : 1; measure = rtt
                 why = l.linkClass == .bluetooth ? "Bluetooth first" : "fallback: no usable Bluetooth link"
@@ -121,6 +135,10 @@ public struct LinkPolicy: Sendable, Equatable {
                 why = l.linkClass == .bluetooth ? "fallback: no usable Wi-Fi/IP link" : "Wi-Fi first"
             case (.bluetoothOnly, _), (.ipOnly, _):
                 tier = 0; measure = rtt; why = "only \(kind == .bluetoothOnly ? "Bluetooth" : "IP") links allowed"
+            }
+            if avoid.contains(l.linkClass) {
+                tier += 5
+                why += "; \(l.linkClass.rawValue) is avoided, used only when nothing else is up"
             }
             if demoted {
                 tier += 10

@@ -127,8 +127,15 @@ public struct SessionCore: Sendable {
     /// Stream and resource bytes queued behind the bulk lane's window.
     public var bulkBacklogBytes: Int { bulkLane.backlogBytes }
 
-    /// The remote's hello said it accepts frames up to this size.
-    public mutating func setRemoteMaxFrame(_ n: Int) { remoteMaxFrame = max(1024, min(n, WireLimits.frame)) }
+    /// A link's hello said the remote accepts frames up to `n` bytes on it. The session keeps
+    /// the smallest size any link announced, so that fragments made from now on fit every
+    /// link a lane may move to (an L2CAP link announces less than a TCP one).
+    public mutating func setRemoteMaxFrame(_ n: Int) {
+        remoteMaxFrame = min(remoteMaxFrame, max(1024, min(n, WireLimits.frame)))
+    }
+
+    /// The largest frame this session sends (the smallest any link of the peer announced).
+    public var maxFrame: Int { remoteMaxFrame }
 
     public mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
