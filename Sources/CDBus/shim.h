@@ -25,6 +25,9 @@ static const int peerlink_dbus_type_variant = DBUS_TYPE_VARIANT;
 static const int peerlink_dbus_type_struct = DBUS_TYPE_STRUCT;
 static const int peerlink_dbus_type_dict_entry = DBUS_TYPE_DICT_ENTRY;
 static const int peerlink_dbus_message_type_error = DBUS_MESSAGE_TYPE_ERROR;
+static const int peerlink_dbus_message_type_method_call = DBUS_MESSAGE_TYPE_METHOD_CALL;
+static const int peerlink_dbus_message_type_method_return = DBUS_MESSAGE_TYPE_METHOD_RETURN;
+static const int peerlink_dbus_message_type_signal = DBUS_MESSAGE_TYPE_SIGNAL;
 
 /* A DBusError on the heap-free Swift side: init, test, read and free. */
 static inline void peerlink_dbus_error_init(DBusError *e) { dbus_error_init(e); }

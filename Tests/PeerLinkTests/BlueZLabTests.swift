@@ -5,9 +5,9 @@ import PeerLinkWire
 @testable import PeerLink
 
 /// BlueZ D-Bus discovery inside the lab VM (bluetoothd on the system bus): hci1 advertises
-/// the §14.2 service data (set with `btmgmt add-adv`, as PeerLink's own LE advertisement
-/// registration is not written yet), BlueZBrowser on hci0 finds it; powering hci0 off and on
-/// pauses and resumes browsing with notices. Skipped unless `PEERLINK_LAB=1`.
+/// the §14.2 service data (set with `btmgmt add-adv`, then through PeerLink's own
+/// BlueZAdvertiser), BlueZBrowser on hci0 finds it; powering either adapter off and on, and
+/// restarting bluetoothd, are survived. Skipped unless `PEERLINK_LAB=1`.
 final class BlueZLabTests: XCTestCase {
     var env: [String: String] { ProcessInfo.processInfo.environment }
 
@@ -68,6 +68,139 @@ final class BlueZLabTests: XCTestCase {
         }
     }
 
+    /// PeerLink's own LE advertisement: BlueZAdvertiser on hci1 registers the §14.2 service
+    /// data through LEAdvertisingManager1; BlueZBrowser on hci0 finds exactly that advert.
+    /// hci1 powered off: the advert is gone from the air (a device forgotten on hci0 is not
+    /// found again); powered on: found again. bluetoothd restarted: registered again.
+    /// stop(): hci1 has no advertising instance left.
+    func testAdvertiserIsFoundAndSurvivesPowerCycleAndBluetoothdRestart() throws {
+        let hci1 = try XCTUnwrap(env["PEERLINK_LAB_HCI1"])
+        let service = try ServiceType("adv-lab")
+        let peer = try PeerID(bytes: (0..<20).map { UInt8(0xa0 + $0) })
+        let advert = try BluetoothAdvert(peerID: peer, rfcommChannel: 5, l2capPSM: 0x1005)
+        let query = try DBusConnection()
+        func activeInstances() -> Int? {
+            guard let r = try? query.call("org.bluez", "/org/bluez/hci1", "org.freedesktop.DBus.Properties", "Get",
+                                          [.string("org.bluez.LEAdvertisingManager1"), .string("ActiveInstances")]),
+                  case let .byte(n)? = r.first?.unwrapped else { return nil }
+            return Int(n)
+        }
+        let before = try XCTUnwrap(activeInstances(), "hci1 has LEAdvertisingManager1")
+        addTeardownBlock { [self] in
+            btmgmt(1, "power", "on")
+            for i in 0..<4 { btmgmt(i, "connectable", "on"); btmgmt(i, "bondable", "on") }
+        }
+
+        let notices = Log<String>()
+        let advertiser = BlueZAdvertiser(service: service, advert: advert, adapter: "hci1") { n in
+            print("[bluez-lab] advertiser: \(n)")
+            notices.append(n)
+        }
+        try advertiser.start()
+        var advertiserStopped = false
+        defer { if !advertiserStopped { advertiser.stop() } }
+        XCTAssertEqual(activeInstances(), before + 1, "one more advertising instance on hci1")
+
+        let events = Log<BlueZBrowser.Event>()
+        let browser = BlueZBrowser(service: service, adapter: "hci0", pollInterval: 0.3) { e in
+            print("[bluez-lab] browser: \(e)")
+            events.append(e)
+        }
+        try browser.start()
+        defer { browser.stop() }
+        func next(_ what: String, within seconds: Double = 40, _ ok: (BlueZBrowser.Event) -> Bool) -> Bool {
+            let started = Date()
+            if events.next(within: seconds, ok) {
+                print("[bluez-lab] \(what) after \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+                return true
+            }
+            print("[bluez-lab] no \(what) within \(seconds) s")
+            return false
+        }
+        func seen(_ e: BlueZBrowser.Event) -> Bool {
+            switch e {
+            case let .found(s), let .updated(s): return s.address == hci1 && s.advert == advert
+            default: return false
+            }
+        }
+        func forgetHci1OnHci0() {
+            let path = "/org/bluez/hci0/dev_" + hci1.replacingOccurrences(of: ":", with: "_")
+            do { _ = try query.call("org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "RemoveDevice", [.objectPath(path)]) }
+            catch { print("[bluez-lab] RemoveDevice \(path): \(error)") }
+        }
+
+        var ok = next("found") { e in
+            if case let .found(s) = e { return s.address == hci1 && s.advert == advert } else { return false }
+        }
+        XCTAssertTrue(ok, "hci0 finds hci1's advert")
+
+        // Powered off: the advert leaves the air. Forget the device on hci0 so that only a
+        // new advertising report could bring it back.
+        XCTAssertEqual(btmgmt(1, "power", "off"), 0)
+        btmgmt(1, "advinfo")
+        forgetHci1OnHci0()
+        ok = next("lost") { e in if case .lost(address: hci1) = e { return true } else { return false } }
+        XCTAssertTrue(ok, "the forgotten device is reported lost")
+        ok = next("found while hci1 is off", within: 5, seen)
+        XCTAssertFalse(ok, "hci1's advert is still on the air while hci1 is powered off")
+
+        XCTAssertEqual(btmgmt(1, "power", "on"), 0)
+        ok = next("found again after power on", seen)
+        XCTAssertTrue(ok, "hci0 finds hci1's advert again after hci1 is powered on")
+        print("[bluez-lab] instances after power on: \(activeInstances().map(String.init) ?? "?")")
+
+        // bluetoothd restarted: the advertiser registers with the new one.
+        let restarted = restartBluetoothd()
+        XCTAssertTrue(restarted, "bluetoothd restarted")
+        if restarted {
+            let started = Date()
+            let registered = notices.next(within: 40) { $0.contains("registered again") }
+            XCTAssertTrue(registered, "the advertiser registers again with the new bluetoothd")
+            print("[bluez-lab] registered again after \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+            for i in 0..<4 { btmgmt(i, "connectable", "on"); btmgmt(i, "bondable", "on") }
+            XCTAssertEqual(activeInstances(), 1, "the new bluetoothd advertises PeerLink's advert on hci1")
+            forgetHci1OnHci0()
+            ok = next("found after the bluetoothd restart", seen)
+            XCTAssertTrue(ok, "hci0 finds hci1's advert after the restart")
+        }
+
+        // stop(): the advertisement is unregistered.
+        let beforeStop = activeInstances() ?? 0
+        advertiser.stop()
+        advertiser.stop()
+        advertiserStopped = true
+        var instances = activeInstances()
+        for _ in 0..<20 where instances != beforeStop - 1 { usleep(100_000); instances = activeInstances() }
+        XCTAssertEqual(instances, beforeStop - 1, "stop() removes the advertising instance")
+        btmgmt(1, "advinfo")
+    }
+
+    /// Kills bluetoothd and starts it again the way Hardware/bt-lab/guest-setup.sh does
+    /// (pid file in /run/bt-lab, log appended to the results directory); true when the new
+    /// one owns org.bluez with both adapters again.
+    func restartBluetoothd() -> Bool {
+        let pidFile = "/run/bt-lab/bluetoothd.pid"
+        let log = (env["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
+        let script = """
+            pid=$(cat \(pidFile)); kill "$pid"; for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            B=/usr/libexec/bluetooth/bluetoothd; [ -x $B ] || B=$(command -v bluetoothd)
+            echo "--- restarted by BlueZLabTests" >> \(log)
+            setsid "$B" -n >>\(log) 2>&1 </dev/null & echo $! > \(pidFile)
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", script]
+        do { try p.run() } catch { return false }
+        p.waitUntilExit()
+        print("[bluez-lab] bluetoothd restarted: exit \(p.terminationStatus)")
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let a = try? BlueZProbe.adapters(), a.contains(where: { $0.name == "hci1" && $0.powered }), a.contains(where: { $0.name == "hci0" }) { return true }
+            usleep(200_000)
+        }
+        return false
+    }
+
     @discardableResult
     func btmgmt(_ index: Int, _ args: String...) -> Int32 {
         let p = Process()
@@ -80,5 +213,26 @@ final class BlueZLabTests: XCTestCase {
         try? stdin.fileHandleForWriting.close()
         print("[bluez-lab] btmgmt --index \(index) \(args.joined(separator: " ")): exit \(p.terminationStatus)")
         return p.terminationStatus
+    }
+}
+
+/// Events appended by a callback thread, consumed in order by the test.
+final class Log<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
+    private var cursor = 0
+
+    func append(_ x: T) { lock.withLock { items.append(x) } }
+
+    /// Waits up to `seconds` for the next item satisfying `ok`, skipping the others.
+    func next(within seconds: Double, _ ok: (T) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            while let x: T = lock.withLock({ cursor < items.count ? { cursor += 1; return items[cursor - 1] }() : nil }) {
+                if ok(x) { return true }
+            }
+            if Date() >= deadline { return false }
+            usleep(50_000)
+        }
     }
 }

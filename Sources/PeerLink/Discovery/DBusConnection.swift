@@ -33,6 +33,14 @@ final class DBusConnection: @unchecked Sendable {
     /// Connects to the bus at `address`, or to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` or the
     /// default socket) when nil.
     init(address: String? = nil) throws {
+        raw = try Self.open(address: address)
+    }
+
+    /// Opens a private, registered connection (the caller closes and unrefs it).
+    static func open(address: String?) throws -> OpaquePointer {
+        // Connections are shared between a dispatch thread and callers; libdbus needs its
+        // thread support initialised (newer versions do this themselves; it is idempotent).
+        _ = dbus_threads_init_default()
         var err = DBusError()
         peerlink_dbus_error_init(&err)
         defer { dbus_error_free(&err) }
@@ -52,7 +60,7 @@ final class DBusConnection: @unchecked Sendable {
             throw DBusFailure.busUnavailable(why)
         }
         dbus_connection_set_exit_on_disconnect(c, 0)
-        raw = c
+        return c
     }
 
     deinit {
@@ -89,9 +97,9 @@ final class DBusConnection: @unchecked Sendable {
         return r.first?.bool ?? false
     }
 
-    /// Appends basic values, variants and arrays (element signature taken from the first
-    /// element; empty arrays are written as `as`, or `a{sv}` when given as `.array([])` in a
-    /// dictionary position is not needed by this client).
+    /// Appends basic values, variants and containers. An array's element signature is taken
+    /// from its first element; an empty `.array([])` is written as `as`, so write other empty
+    /// arrays as `.emptyArray(elementSignature:)` (e.g. `"{sv}"` for an empty `a{sv}`).
     static func append(_ v: DBusValue, _ it: inout DBusMessageIter) throws {
         func basic<T>(_ type: Int32, _ value: T) {
             var x = value
@@ -117,6 +125,8 @@ final class DBusConnection: @unchecked Sendable {
             try container(peerlink_dbus_type_array, items.first.map(signature) ?? "s", &it) { sub in
                 for i in items { try append(i, &sub) }
             }
+        case let .emptyArray(elementSignature):
+            try container(peerlink_dbus_type_array, elementSignature, &it) { _ in }
         case let .structure(items):
             try container(peerlink_dbus_type_struct, nil, &it) { sub in for i in items { try append(i, &sub) } }
         case let .dictEntry(k, val):
@@ -152,6 +162,7 @@ final class DBusConnection: @unchecked Sendable {
         case .signature: "g"
         case .variant: "v"
         case let .array(items): "a" + (items.first.map(signature) ?? "s")
+        case let .emptyArray(element): "a" + element
         case let .structure(items): "(" + items.map(signature).joined() + ")"
         case let .dictEntry(k, val): "{" + signature(k) + signature(val) + "}"
         }

@@ -8,6 +8,22 @@ indirect enum DBusValue: Equatable, Sendable {
     case array([DBusValue]), dictEntry(DBusValue, DBusValue), structure([DBusValue]), variant(DBusValue)
     /// A file descriptor (only its number is kept; the reader owns a duplicate and closes it).
     case unixFD(Int32)
+    /// An array with no elements, written with the given element signature (`"{sv}"` for an
+    /// empty `a{sv}`): an empty `.array([])` has no element to take its type from. Only
+    /// written, never read (the reader gives `.array([])`).
+    case emptyArray(elementSignature: String)
+
+    /// An `a{sv}` dictionary (keys sorted, values wrapped in variants); empty gives a typed
+    /// empty array.
+    static func propertyDictionary(_ entries: [String: DBusValue]) -> DBusValue {
+        guard !entries.isEmpty else { return .emptyArray(elementSignature: "{sv}") }
+        return .array(entries.keys.sorted().compactMap { k in entries[k].map { .dictEntry(.string(k), .variant($0)) } })
+    }
+
+    /// Bytes as an `ay` array.
+    static func bytes(_ b: [UInt8]) -> DBusValue {
+        b.isEmpty ? .emptyArray(elementSignature: "y") : .array(b.map { .byte($0) })
+    }
 
     var string: String? {
         switch self {
@@ -15,6 +31,16 @@ indirect enum DBusValue: Equatable, Sendable {
         case let .variant(v): return v.string
         default: return nil
         }
+    }
+
+    var bytes: [UInt8]? {
+        guard case let .array(items) = unwrapped else {
+            if case .emptyArray("y") = unwrapped { return [] }
+            return nil
+        }
+        var out: [UInt8] = []
+        for case let .byte(b) in items { out.append(b) }
+        return out.count == items.count ? out : nil
     }
 
     var bool: Bool? {

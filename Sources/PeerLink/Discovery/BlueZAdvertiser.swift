@@ -1,0 +1,216 @@
+import Foundation
+import PeerLinkCore
+import PeerLinkWire
+
+/// Advertises a PeerLink service over Bluetooth LE through bluetoothd's D-Bus API
+/// (`org.bluez.LEAdvertisingManager1`): exports an `org.bluez.LEAdvertisement1` object whose
+/// data is the §14.2 service data (type "peripheral", one Service Data field under the
+/// service UUID, nothing else, so that Flags + data fit the 31-byte legacy PDU) and registers
+/// it on one adapter.
+///
+/// A watcher thread keeps it registered: bluetoothd leaving and returning to the bus, the
+/// adapter disappearing or being powered off and on, and bluetoothd calling `Release` are
+/// reported as notices, and the advertisement is registered again once possible.
+public final class BlueZAdvertiser: @unchecked Sendable {
+    public let service: ServiceType
+    public let advert: BluetoothAdvert
+    /// The adapter name (`hci1`), or nil for the first powered one.
+    public let adapter: String?
+    private let busAddress: String?
+    private let notices: @Sendable (String) -> Void
+    private let pollInterval: Double = 0.5
+    private let objectPath: String
+
+    private let lock = NSLock()
+    private var stopped = false
+    private var started = false
+    private var server: DBusObjectServer?
+    private var query: DBusConnection?
+    /// Where the advertisement is registered (adapter path) and with which bluetoothd
+    /// (its unique bus name); nil when not registered.
+    private var registration: (adapter: String, owner: String)?
+    private let watcherDone = DispatchSemaphore(value: 0)
+
+    private static let counter = Counter()
+    private final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var n = 0
+        func next() -> Int { lock.withLock { n += 1; return n } }
+    }
+
+    public init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, busAddress: String? = nil,
+                notices: @escaping @Sendable (String) -> Void) {
+        self.service = service
+        self.advert = advert
+        self.adapter = adapter
+        self.busAddress = busAddress
+        self.notices = notices
+        objectPath = "/org/peerlink/advertisement/p\(getpid())_\(Self.counter.next())"
+    }
+
+    deinit { stop() }
+
+    /// The `org.bluez.LEAdvertisement1` properties bluetoothd reads.
+    var advertisementProperties: [String: DBusValue] {
+        [
+            "Type": .string("peripheral"),
+            "ServiceData": .propertyDictionary([BluetoothServiceUUID.string(for: service): .bytes(advert.encode())]),
+        ]
+    }
+
+    /// Registers the advertisement; throws a `BlueZError` when there is no bus, no
+    /// bluetoothd, no such adapter, an adapter without LE advertising, a powered-off adapter,
+    /// or when bluetoothd refuses the registration (with its error name and message). Then
+    /// keeps it registered until `stop()`.
+    public func start() throws {
+        try lock.withLock {
+            guard !started else { throw BlueZError.call("the advertiser was already started") }
+            started = true
+        }
+        let q: DBusConnection
+        let s: DBusObjectServer
+        do {
+            q = try DBusConnection(address: busAddress)
+            s = try DBusObjectServer(address: busAddress)
+        } catch let f as DBusFailure { throw BlueZError(f) }
+        s.export(objectPath, exportedObject())
+        lock.withLock { query = q; server = s }
+        do {
+            let (path, owner) = try usableAdapter(q)
+            try register(s, adapterPath: path, owner: owner)
+        } catch {
+            s.stop()
+            lock.withLock { query = nil; server = nil }
+            throw error
+        }
+        let thread = Thread { [self] in watch() }
+        thread.name = "peerlink-bluez-advertise"
+        thread.start()
+    }
+
+    /// Unregisters the advertisement and closes the connections. Idempotent.
+    public func stop() {
+        let (s, reg, wasStarted): (DBusObjectServer?, (adapter: String, owner: String)?, Bool) = lock.withLock {
+            guard !stopped else { return (nil, nil, false) }
+            stopped = true
+            let r = (server, registration, started && server != nil)
+            server = nil
+            query = nil
+            registration = nil
+            return r
+        }
+        guard let s else { return }
+        if wasStarted { watcherDone.wait() }
+        if let reg {
+            _ = try? s.call(BlueZObjects.service, reg.adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+                            [.objectPath(objectPath)], timeoutMillis: 3000)
+        }
+        s.unexport(objectPath)
+        s.stop()
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func exportedObject() -> DBusExportedObject {
+        DBusExportedObject(
+            properties: ["org.bluez.LEAdvertisement1": advertisementProperties],
+            methods: ["org.bluez.LEAdvertisement1.Release": { [weak self] _ in
+                self?.released()
+                return .success([])
+            }])
+    }
+
+    private func released() {
+        let was = lock.withLock { () -> Bool in
+            let w = registration != nil
+            registration = nil
+            return w
+        }
+        if was { notices("bluetoothd released the LE advertisement; registering again when possible") }
+    }
+
+    /// The adapter to advertise on (its object path) and bluetoothd's unique name, or the
+    /// `BlueZError` saying why advertising is impossible now.
+    private func usableAdapter(_ q: DBusConnection) throws -> (String, String) {
+        let objects = try BlueZObjects.managedObjects(q)
+        let owner: String
+        do {
+            owner = try q.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                               [.string(BlueZObjects.service)]).first?.string ?? ""
+        } catch let f as DBusFailure { throw BlueZError(f) }
+        let adapters = objects.compactMap { path, ifaces in
+            ifaces["org.bluez.Adapter1"].map { BlueZAdapter(path: path, address: $0["Address"]?.string ?? "", powered: $0["Powered"]?.bool ?? false) }
+        }.sorted { $0.path < $1.path }
+        let a = try BlueZObjects.choose(adapter, from: adapters)
+        guard objects[a.path]?["org.bluez.LEAdvertisingManager1"] != nil else {
+            throw BlueZError.call("adapter \(a.name) has no org.bluez.LEAdvertisingManager1 (no LE support, or bluetoothd too old)")
+        }
+        guard a.powered else { throw BlueZError.call("adapter \(a.name) is powered off; cannot advertise") }
+        return (a.path, owner)
+    }
+
+    private func register(_ s: DBusObjectServer, adapterPath: String, owner: String) throws {
+        do {
+            _ = try s.call(BlueZObjects.service, adapterPath, "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+                           [.objectPath(objectPath), .emptyArray(elementSignature: "{sv}")], timeoutMillis: 10000)
+        } catch let f as DBusFailure {
+            if case .busUnavailable = f { throw BlueZError(f) }
+            throw BlueZError.call("bluetoothd refused the LE advertisement on \(adapterPath): \(f)")
+        }
+        lock.withLock { registration = (adapterPath, owner) }
+    }
+
+    /// Polls bluetoothd and the adapter; registers again after a restart, a power cycle or a
+    /// `Release`, with one notice per change.
+    private func watch() {
+        defer { watcherDone.signal() }
+        var lastProblem: String? = nil
+        var lastOwner = lock.withLock { registration?.owner }
+        while !isStopped {
+            Thread.sleep(forTimeInterval: pollInterval)
+            guard !isStopped, let pair = lock.withLock({ query.flatMap { q in server.map { (q, $0) } } }) else { break }
+            let (q, s) = pair
+            do {
+                if s.isDisconnected { throw BlueZError.busUnavailable("the bus connection closed") }
+                let (path, owner) = try usableAdapter(q)
+                if let old = lastOwner, old != owner {
+                    lock.withLock { registration = nil }
+                    notices("bluetoothd restarted (\(old) → \(owner)); registering the LE advertisement again")
+                }
+                lastOwner = owner
+                let reg = lock.withLock { registration }
+                if reg == nil || reg?.adapter != path {
+                    try register(s, adapterPath: path, owner: owner)
+                    notices("LE advertisement registered again on \(path)")
+                }
+                lastProblem = nil
+            } catch {
+                let text = "LE advertising paused: \(error)"
+                if case .daemonNotRunning? = error as? BlueZError { lock.withLock { registration = nil } }
+                if case .noAdapter? = error as? BlueZError { lock.withLock { registration = nil } }
+                if lastProblem != text { notices(text); lastProblem = text }
+                if case .busUnavailable? = error as? BlueZError { reconnect() }
+            }
+        }
+    }
+
+    /// Replaces both connections after the bus went away (dbus-daemon restarted).
+    private func reconnect() {
+        do {
+            let q = try DBusConnection(address: busAddress)
+            let s = try DBusObjectServer(address: busAddress)
+            s.export(objectPath, exportedObject())
+            let old: DBusObjectServer? = lock.withLock {
+                guard !stopped else { return s }
+                let o = server
+                query = q
+                server = s
+                registration = nil
+                return o
+            }
+            old?.stop()
+        } catch {
+            return  // still no bus; the next poll tries again
+        }
+    }
+}
