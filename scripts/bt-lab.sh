@@ -59,8 +59,8 @@ done
 # the baseline keeps LE on its own controller pair (hci2 -> hci3)
 [[ -n $CONTROLLERS ]] || { [[ $MODE == baseline ]] && CONTROLLERS=4 || CONTROLLERS=2; }
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || { say "--timeout must be whole seconds"; exit 2; }
-[[ $CONTROLLERS =~ ^[0-9]+$ ]] && ((CONTROLLERS >= 2 && CONTROLLERS <= 8)) ||
-    { say "--controllers must be 2..8"; exit 2; }
+[[ $CONTROLLERS =~ ^[0-9]+$ ]] && ((CONTROLLERS >= 2 && CONTROLLERS <= 16)) ||
+    { say "--controllers must be 2..16"; exit 2; }
 
 case $MODE in
     run) (($#)) || { say "run: no command given after --"; usage; }

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Runs PeerLink's Bluetooth tests against the real Linux Bluetooth stack in the lab VM
 # (Hardware/bt-lab, scripts/bt-lab.sh): builds the test bundle on the host, boots the VM with
-# four virtual controllers (hci0↔hci1 for BR/EDR, hci2↔hci3 for LE), runs the XCTest class
-# PeerLinkTests.BlueZLabTests (BlueZ D-Bus browsing) and PeerLinkTests.BluetoothLabTests inside, and prints a closing plain line "N passed, M failed".
+# ten virtual controllers (pairs: hci0↔hci1 transports, hci2↔hci3 LE and remote power-off,
+# hci4↔hci5 and hci6↔hci7 discovery over Bluetooth only, hci8↔hci9 the CLI over Bluetooth;
+# the emulator refuses BR/EDR connections after a few within one pair), runs the XCTest classes PeerLinkTests.BlueZLabTests (BlueZ
+# D-Bus browsing and advertising), PeerLinkTests.BluetoothLabTests (transports, sessions) and
+# PeerLinkTests.BluetoothDiscoveryLabTests (two nodes over Bluetooth alone) inside, and prints
+# a closing plain line "N passed, M failed".
 #
 # Usage: scripts/test-bt.sh [--le] [--measure] [--filter TEST] [--results DIR] [--keep-trace]
 #   --le          also run the L2CAP LE test (flaky under emulation: LE connects time out
 #                 or are refused in about one run of three; CI leaves it out)
 #   --measure     also run test9L2CAPMessageSizes (which SDU sizes the emulator delivers)
-#   --filter T    XCTest filter (default PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests), e.g.
+#   --filter T    XCTest filter (default: the classes above and BluetoothCLILabTests), e.g.
 #                 PeerLinkTests.BluetoothLabTests/test1RFCOMMNodesOverVirtualRadios
-# Environment: SCRATCH (build dir, default .build-bt), BT_TIMEOUT (seconds, default 300).
+# Environment: SCRATCH (build dir, default .build-bt), BT_TIMEOUT (seconds, default 600).
 # Exit status: 0 all passed; 1 a test failed; 125 the lab failed; 124 timeout; 2 usage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 SCRATCH=${SCRATCH:-.build-bt}
-TIMEOUT=${BT_TIMEOUT:-300}
-FILTER=PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests
+TIMEOUT=${BT_TIMEOUT:-600}
+FILTER=PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests,PeerLinkTests.BluetoothDiscoveryLabTests,PeerLinkTests.BluetoothCLILabTests
 MEASURE=0
 LE=0
 LAB_ARGS=()
@@ -28,7 +32,7 @@ while [[ $# -gt 0 ]]; do
         --filter) FILTER=${2:?--filter needs a test name}; shift ;;
         --results) LAB_ARGS+=(--results "${2:?--results needs a directory}"); shift ;;
         --keep-trace) LAB_ARGS+=(--keep-trace) ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "test-bt: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -45,7 +49,7 @@ BUNDLE=$(swift build --scratch-path "$SCRATCH" --show-bin-path)/PeerLinkPackageT
 
 OUT=$(mktemp "${TMPDIR:-/tmp}/peerlink-test-bt.XXXXXX")
 trap 'rm -f "$OUT"' EXIT
-scripts/bt-lab.sh run --controllers 4 --timeout "$TIMEOUT" "${LAB_ARGS[@]}" -- \
+scripts/bt-lab.sh run --controllers 10 --timeout "$TIMEOUT" "${LAB_ARGS[@]}" -- \
     /usr/bin/env PEERLINK_LAB_MEASURE=$MEASURE PEERLINK_LAB_LE=$LE "$BUNDLE" "$FILTER" 2>&1 | tee "$OUT"
 STATUS=${PIPESTATUS[0]}
 

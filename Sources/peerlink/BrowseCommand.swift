@@ -15,11 +15,16 @@ struct BrowseCommand: AsyncParsableCommand {
 
     func run() async throws {
         let service = try node.serviceType()
-        let (n, _) = try node.makeNode()
+        let (n, _, plan) = try node.makeNode()
         let out = Output(json: node.json)
-        let browser = Browser(node: n, service: service, discovery: AvahiDiscovery())
-        try browser.start()
-        out.note("browsing for '\(service)' (\(service.dnssdTCP)); Ctrl-C to stop")
+        for note in plan.notes { out.note(note) }
+        let browser = Browser(node: n, service: service, discoveries: plan.discoveries(for: n))
+        do {
+            try browser.start()
+        } catch {
+            throw RuntimeFailure("cannot browse: \(error) (run `peerlink doctor`)")
+        }
+        out.note("browsing for '\(service)' on \(plan.summary(service)); Ctrl-C to stop")
         if let timeout {
             Task {
                 try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))

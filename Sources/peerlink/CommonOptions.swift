@@ -13,11 +13,17 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Display name for this run (default: the stored name, else the host name).")
     var name: String?
 
-    @Option(name: .long, help: "Media to use: ip (TCP over mDNS/DNS-SD). Bluetooth discovery is not available yet.")
-    var media: String = "ip"
+    @Option(name: .long, help: "Media to use: auto (IP, plus Bluetooth when bluetoothd has a powered adapter), ip (TCP found through mDNS/DNS-SD), bluetooth (RFCOMM/L2CAP found through BlueZ LE adverts), all (both; Bluetooth must work).")
+    var media: String = "auto"
+
+    @Option(name: .long, help: "Bluetooth adapter to use, by name (hci1) or address (default: the first powered one).")
+    var adapter: String?
 
     @Option(name: .long, help: "Link policy when a peer has several links: bluetooth-first, wifi-first, lowest-latency, bluetooth-only, ip-only.")
     var policy: String = LinkPolicy.Kind.bluetoothFirst.rawValue
+
+    @Option(name: .long, help: ArgumentHelp("Medium to use only when nothing else is up: ip (e.g. metered Wi-Fi) or bluetooth. Repeatable.", valueName: "medium"))
+    var avoid: [String] = []
 
     @Flag(name: .long, help: "Print one JSON object per line instead of text.")
     var json = false
@@ -26,31 +32,30 @@ struct NodeOptions: ParsableArguments {
         guard let kind = LinkPolicy.Kind(rawValue: policy) else {
             throw ValidationError("--policy '\(policy)' is not known; use one of: " + LinkPolicy.Kind.allCases.map(\.rawValue).joined(separator: ", "))
         }
-        return LinkPolicy(kind)
-    }
-
-    func validateMedia() throws {
-        switch media {
-        case "ip", "wifi", "tcp": return
-        case "bluetooth", "bt":
-            throw ValidationError("--media bluetooth: finding peers over Bluetooth (BlueZ D-Bus discovery) is not implemented yet; the RFCOMM and L2CAP transports exist in the library. Use --media ip")
-        default:
-            throw ValidationError("--media '\(media)' is not known; use ip")
+        var p = LinkPolicy(kind)
+        for a in avoid {
+            switch a {
+            case "ip", "wifi", "tcp": p.avoid.insert(.ip)
+            case "bluetooth", "bt": p.avoid.insert(.bluetooth)
+            default: throw ValidationError("--avoid '\(a)' is not known; use ip or bluetooth")
+            }
         }
+        return p
     }
 
     func serviceType() throws -> ServiceType {
         do { return try ServiceType(service) } catch { throw ValidationError("--service: \(error)") }
     }
 
-    /// Loads (or creates) the identity and builds a node with the IP transport.
-    func makeNode() throws -> (Node, IdentityStore) {
-        try validateMedia()
+    /// Loads (or creates) the identity and builds a node on the chosen media; returns the
+    /// plan too, for the discovery backends that go with it.
+    func makeNode() throws -> (Node, IdentityStore, MediaPlan) {
+        let plan = try MediaPlan.make(media: media, adapter: adapter)
         let store = IdentityStore(directory: configDir)
         let identity = try store.loadOrCreate().identity
         let display = name ?? store.displayName()
         do {
-            return (try Node(identity: identity, displayName: display, transports: [TCPTransport()]), store)
+            return (try Node(identity: identity, displayName: display, transports: plan.transports), store, plan)
         } catch {
             throw ValidationError("--name: \(error)")
         }

@@ -17,11 +17,12 @@ final class Dialling: @unchecked Sendable {
     init(_ options: NodeOptions, command: String, peer text: String, lookupTimeout: Double, context: [UInt8],
          config: SessionConfig = SessionConfig()) throws {
         service = try options.serviceType()
-        let (n, _) = try options.makeNode()
+        let (n, _, plan) = try options.makeNode()
         node = n
         output = Output(json: options.json)
+        for note in plan.notes { output.note(note) }
         session = Session(node: n, config: config, policy: try options.linkPolicy())
-        let browser = Browser(node: n, service: service, discovery: AvahiDiscovery())
+        let browser = Browser(node: n, service: service, discoveries: plan.discoveries(for: n))
         do {
             directory = try PeerDirectory(browser: browser, output: output)
         } catch {

@@ -13,10 +13,11 @@ struct Hosting {
     static func start(_ options: NodeOptions, command: String, info: DiscoveryInfo, accept: AcceptOptions,
                       config: SessionConfig = SessionConfig()) async throws -> Hosting {
         let service = try options.serviceType()
-        let (node, store) = try options.makeNode()
+        let (node, store, plan) = try options.makeNode()
         let out = Output(json: options.json)
+        for note in plan.notes { out.note(note) }
         let session = Session(node: node, config: config, policy: try options.linkPolicy())
-        let adv = Advertiser(node: node, service: service, info: info, discovery: AvahiDiscovery())
+        let adv = Advertiser(node: node, service: service, info: info, discoveries: plan.discoveries(for: node))
         do {
             try await adv.start()
         } catch {
@@ -24,7 +25,7 @@ struct Hosting {
         }
         let h = Hosting(node: node, store: store, session: session, advertiser: adv, output: out)
         _ = ControlServer.start(command: command, node: node, session: session, output: out)
-        out.emit("advertising '\(service)' as \(node.displayName) [\(node.peerID)]",
+        out.emit("advertising '\(service)' as \(node.displayName) [\(node.peerID)] on \(plan.summary(service))",
                  ["event": "advertising", "service": service.name, "peer": node.peerID.description, "name": node.displayName])
         Task { for await n in adv.notices { out.emit("note: \(n)", ["event": "notice", "text": n]) } }
         Task { await h.answerInvitations(accept) }

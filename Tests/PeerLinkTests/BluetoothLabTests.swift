@@ -448,23 +448,31 @@ final class BluetoothLabTests: XCTestCase {
 
     // MARK: helpers
 
-    func btmgmt(index: Int, _ args: String...) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        p.arguments = ["10", "btmgmt", "--index", String(index)] + args
-        let stdin = Pipe()  // btmgmt quits silently when stdin is at EOF
-        p.standardInput = stdin
-        try p.run()
-        p.waitUntilExit()
-        try? stdin.fileHandleForWriting.close()
-        log("btmgmt --index \(index) \(args.joined(separator: " ")): exit \(p.terminationStatus)")
-    }
+    func btmgmt(index: Int, _ args: String...) throws { try labBtmgmt(index: index, args) }
 }
 
-private func labLog(_ s: String) { print("[bt-lab-test] \(s)") }
+/// Runs `btmgmt --index N args…` in the lab (10 s limit), logging its exit status.
+func labBtmgmt(index: Int, _ args: [String]) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+    p.arguments = ["10", "btmgmt", "--index", String(index)] + args
+    let stdin = Pipe()  // btmgmt quits silently when stdin is at EOF
+    p.standardInput = stdin
+    try p.run()
+    p.waitUntilExit()
+    try? stdin.fileHandleForWriting.close()
+    labLog("btmgmt --index \(index) \(args.joined(separator: " ")): exit \(p.terminationStatus)")
+}
+
+/// Prints a lab log line at once (stdout is a pipe in the lab: a hung test must not take its
+/// last lines with it).
+func labLog(_ s: String) {
+    print("[bt-lab-test] \(s)")
+    fflush(nil)  // all output streams
+}
 
 /// The next `count` reliable messages (as text), optionally only from one peer.
-private func collect(_ session: Session, count: Int, from peer: PeerID? = nil, timeout: Double = 60) async throws -> [String] {
+func collect(_ session: Session, count: Int, from peer: PeerID? = nil, timeout: Double = 60) async throws -> [String] {
     let out = try await withTimeout(timeout) { () -> [String] in
         var got: [String] = []
         for await e in session.events {
@@ -481,7 +489,7 @@ private func collect(_ session: Session, count: Int, from peer: PeerID? = nil, t
 
 /// Runs `body`, giving up (nil) after `seconds`. Unstructured on purpose: a body stuck in a
 /// blocking receive cannot hold the caller past the deadline (it is left behind).
-private func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
     try await withCheckedThrowingContinuation { (c: CheckedContinuation<T?, Error>) in
         let once = ResumeOnce(c)
         Task {
@@ -494,7 +502,7 @@ private func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Send
     }
 }
 
-private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+final class ResumeOnce<T: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<T, Error>?
     init(_ c: CheckedContinuation<T, Error>) { continuation = c }

@@ -143,19 +143,37 @@ public enum Doctor {
         return MediumReport(medium: "bluetooth", usable: checks.allSatisfy(\.ok), checks: checks)
     }
 
-    /// What BlueZ discovery would find on D-Bus: bluetoothd on the system bus, and a powered
-    /// adapter it manages. Advertising over D-Bus and the CLI wiring are not written yet, so the
-    /// check fails with that explanation even when BlueZ is ready.
-    static func blueZDiscoveryCheck() -> DoctorCheck {
+    /// Whether `--media bluetooth` can browse and advertise: bluetoothd on the bus at
+    /// `busAddress` (nil = the system bus), with a powered adapter that offers LE advertising
+    /// (`org.bluez.LEAdvertisingManager1`).
+    static func blueZDiscoveryCheck(busAddress: String? = nil) -> DoctorCheck {
         let name = "PeerLink Bluetooth discovery"
-        let adapters: [BlueZAdapter]
-        do { adapters = try BlueZProbe.adapters() } catch {
-            return DoctorCheck(name: name, ok: false, detail: "\(error)", fix: "use --media ip until bluetoothd is reachable")
+        let objects: [String: [String: [String: DBusValue]]]
+        do {
+            let bus: DBusConnection
+            do { bus = try DBusConnection(address: busAddress) } catch let f as DBusFailure { throw BlueZError(f) }
+            objects = try BlueZObjects.managedObjects(bus)
+        } catch {
+            return DoctorCheck(name: name, ok: false, detail: "\(error)", fix: "start bluetoothd (systemctl start bluetooth); until then use --media ip")
         }
-        let summary = adapters.isEmpty ? "no adapter" : adapters.map { "\($0.name) \($0.address) \($0.powered ? "powered" : "off")" }.joined(separator: ", ")
-        return DoctorCheck(name: name, ok: false,
-                           detail: "bluetoothd is on D-Bus (\(summary)), but PeerLink's BlueZ discovery is incomplete (the library can browse with BlueZBrowser; advertising and the CLI's Bluetooth media are not written yet), so the CLI cannot find peers over Bluetooth",
-                           fix: "use --media ip for now")
+        let adapters = objects.compactMap { path, ifaces -> (BlueZAdapter, Bool)? in
+            guard let a = ifaces["org.bluez.Adapter1"] else { return nil }
+            let adapter = BlueZAdapter(path: path, address: a["Address"]?.string ?? "", powered: a["Powered"]?.bool ?? false)
+            return (adapter, ifaces["org.bluez.LEAdvertisingManager1"] != nil)
+        }.sorted { $0.0.path < $1.0.path }
+        let summary = adapters.map { "\($0.0.name) \($0.0.address) \($0.0.powered ? "powered" : "off")\($0.1 ? ", LE advertising" : "")" }
+            .joined(separator: "; ")
+        guard !adapters.isEmpty else {
+            return DoctorCheck(name: name, ok: false, detail: "bluetoothd runs but manages no adapter", fix: "plug in a Bluetooth adapter; `btmgmt info` lists controllers")
+        }
+        guard let ready = adapters.first(where: { $0.0.powered && $0.1 }) else {
+            let anyPowered = adapters.contains { $0.0.powered }
+            return DoctorCheck(name: name, ok: false,
+                               detail: anyPowered ? "no powered adapter offers LE advertising (\(summary)); PeerLink finds peers through LE adverts" : "every adapter is powered off (\(summary))",
+                               fix: anyPowered ? "use an adapter with Bluetooth Low Energy (4.0 or later) and BlueZ ≥ 5.48" : "power one on: `bluetoothctl power on`")
+        }
+        return DoctorCheck(name: name, ok: true,
+                           detail: "bluetoothd on D-Bus (\(summary)): --media bluetooth browses and advertises on \(ready.0.name) by default", fix: nil)
     }
 
     /// Adapters and their HCI_UP flag from the kernel (HCIGETDEVLIST on a raw HCI socket).

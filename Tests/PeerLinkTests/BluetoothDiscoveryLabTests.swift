@@ -1,0 +1,484 @@
+import Crypto
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// Two nodes that know nothing of each other find each other over Bluetooth alone, in the lab
+/// VM: A advertises through bluetoothd (LE advert, PROTOCOL §14.2), B browses through
+/// bluetoothd and resolves the device (§14.3), invites with a context, then messages both ways
+/// and a file checked by SHA-256. With RFCOMM, A's adapter is then powered off: B must report
+/// A not connected within the keepalive bound and lost; powered on, A is found and invited
+/// again. Each test uses its own pair of virtual controllers (the emulator refuses a third
+/// BR/EDR connection between the same pair). Skipped unless `PEERLINK_LAB=1`.
+final class BluetoothDiscoveryLabTests: XCTestCase {
+    var env: [String: String] { ProcessInfo.processInfo.environment }
+
+    override func setUpWithError() throws {
+        guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Bluetooth lab only: run scripts/test-bt.sh") }
+    }
+
+    /// The bdaddr of virtual controller `index`, or a skip when the lab booted fewer.
+    func controller(_ index: Int) throws -> String {
+        guard let a = env["PEERLINK_LAB_HCI\(index)"] else {
+            throw XCTSkip("needs controller hci\(index) (scripts/test-bt.sh boots eight)")
+        }
+        return a
+    }
+
+    /// In the lab every Bluetooth check of `peerlink doctor` passes, including discovery.
+    func test0DoctorReportsBluetoothUsable() throws {
+        let report = Doctor.bluetooth()
+        for c in report.checks { labLog("doctor: \(c.ok ? "ok  " : "FAIL") \(c.name): \(c.detail)") }
+        XCTAssertTrue(report.usable, "\(report.checks.filter { !$0.ok })")
+        let discovery = try XCTUnwrap(report.checks.first { $0.name == "PeerLink Bluetooth discovery" })
+        XCTAssertTrue(discovery.detail.contains("LE advertising"), discovery.detail)
+    }
+
+    func test6DiscoverOverBluetoothOnlyRFCOMMWithRemotePowerCycle() async throws {
+        try await discoveryScenario("RFCOMM", medium: .rfcomm, advertiserIndex: 5, browserIndex: 4, powerCycle: true) {
+            RFCOMMTransport(adapterAddress: $0)
+        }
+    }
+
+    func test7DiscoverOverBluetoothOnlyL2CAP() async throws {
+        try await discoveryScenario("L2CAP", medium: .l2cap, advertiserIndex: 7, browserIndex: 6, powerCycle: false) {
+            L2CAPTransport(adapterAddress: $0)
+        }
+    }
+
+    /// bluetoothd restarts while A advertises and B browses (both through the same daemon, as
+    /// everything in the VM): B reports A lost and then found again, and can invite it. Runs
+    /// after test7 on the same pair (two more BR/EDR connections: resolve + invite).
+    func test8BluetoothdRestartWhileAdvertisingAndBrowsing() async throws {
+        let rx = try controller(7), tx = try controller(6)
+        let service = try ServiceType("bt-restart")
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [L2CAPTransport(adapterAddress: rx)], handshakeTimeout: 20)
+        let sa = Session(node: a)
+        let adv = Advertiser(node: a, service: service, discoveries: [BlueZDiscovery(node: a, adapter: "hci7")])
+        let accepter = Task { for await inv in adv.invitations { inv.accept(into: sa) } }
+        let noticesA = Task { for await n in adv.notices { labLog("A notice: \(n)") } }
+        defer { accepter.cancel(); noticesA.cancel() }
+        try await adv.start()
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [L2CAPTransport(adapterAddress: tx)], handshakeTimeout: 20)
+        let sb = Session(node: b)
+        let browser = Browser(node: b, service: service, discoveries: [BlueZDiscovery(node: b, adapter: "hci6")])
+        let events = BrowserLog()
+        let watcher = Task {
+            for await e in browser.events {
+                if case let .notice(n) = e { labLog("B notice: \(n)") }
+                events.add(e)
+            }
+        }
+        defer { watcher.cancel(); browser.stop() }
+        try browser.start()
+        let first = try await events.waitFor(60) { e -> PeerInfo? in
+            if case let .found(p) = e, p.peerID == a.peerID { return p }
+            return nil
+        }
+        XCTAssertNotNil(first, "B found A before the restart")
+
+        let t0 = Date()
+        try restartBluetoothd()
+        labLog(String(format: "bluetoothd restarted and adapters back after %.2f s", Date().timeIntervalSince(t0)))
+        try labBtmgmt(index: 6, ["connectable", "on"])
+        try labBtmgmt(index: 7, ["connectable", "on"])
+        let lost = try await events.waitFor(30, after: t0) { e -> Bool? in
+            if case let .lost(p) = e, p == a.peerID { return true }
+            return nil
+        }
+        XCTAssertEqual(lost, true, "B reported A lost when bluetoothd went away")
+        let again = try await events.waitFor(90, after: t0) { e -> PeerInfo? in
+            if case let .found(p) = e, p.peerID == a.peerID { return p }
+            return nil
+        }
+        let peer = try XCTUnwrap(again, "B found A again after bluetoothd came back")
+        labLog(String(format: "A found again %.2f s after the restart began", Date().timeIntervalSince(t0)))
+        try await b.invite(peer, to: sb, timeout: 30)
+        let got = Task { try await collect(sa, count: 1) }
+        try await sb.send(Array("after restart".utf8), to: [a.peerID])
+        let received = try await got.value
+        XCTAssertEqual(received, ["after restart"])
+        await sb.disconnect(); await sa.disconnect()
+        await adv.stop()
+        await a.stop(); await b.stop()
+    }
+
+    /// A USB dongle unplugged and plugged in again, emulated by a second btvirt with one
+    /// controller that is stopped and started: browsing and advertising on it pause with a
+    /// notice when it disappears (no crash, no error thrown at the application) and resume
+    /// when it is back.
+    func test10AdapterRemovedAndAddedAgain() async throws {
+        let before = Set(try BlueZProbe.adapters().map(\.name))
+        var dongle = try startDongle()
+        defer { kill(dongle.processIdentifier, SIGKILL) }
+        let name = try XCTUnwrap(waitForAdapter(notIn: before, seconds: 30), "the extra controller appeared on D-Bus")
+        try labBtmgmt(index: Int(name.dropFirst(3)) ?? 0, ["power", "on"])
+        labLog("dongle is \(name)")
+
+        let node = try Node(identity: Identity(), displayName: "dongle", transports: [RFCOMMTransport()])
+        let notices = BrowserLog()
+        let browse = try BlueZDiscovery(node: node, adapter: name).browse(try ServiceType("bt-dongle")) { notices.add($0) }
+        defer { browse.stop() }
+        let advert = try BluetoothAdvert(peerID: node.peerID, rfcommChannel: 9, l2capPSM: nil)
+        let advertiser = BlueZAdvertiser(service: try ServiceType("bt-dongle"), advert: advert, adapter: name) {
+            notices.add(.notice("advertiser: \($0)"))
+        }
+        try advertiser.start()
+        defer { advertiser.stop() }
+
+        let unplugged = Date()
+        try await unplug(dongle, name: name)
+        let paused = try await notices.waitFor(30, after: unplugged) { e -> String? in
+            if case let .notice(n) = e, n.contains("paused") { return n }
+            return nil
+        }
+        labLog("after unplug: \(paused ?? "no notice")")
+        XCTAssertNotNil(paused, "browsing reported the adapter gone")
+
+        let plugged = Date()
+        dongle = try startDongle()
+        let again = try XCTUnwrap(waitForAdapter(notIn: before, seconds: 30), "the controller came back")
+        try labBtmgmt(index: Int(again.dropFirst(3)) ?? 0, ["power", "on"])
+        let resumed = try await notices.waitFor(30, after: plugged) { e -> String? in
+            if case let .notice(n) = e, n.contains("browsing again") { return n }
+            return nil
+        }
+        labLog("after plug-in: \(resumed ?? "no notice") (adapter \(again))")
+        XCTAssertNotNil(resumed, "browsing resumed on the returned adapter")
+    }
+
+    /// A second btvirt with one controller (not linked to the lab's others).
+    func startDongle() throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/btvirt")
+        p.arguments = ["-l1"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return p
+    }
+
+    /// Stops the dongle's btvirt (SIGTERM, then SIGKILL) and waits until its adapter left D-Bus.
+    func unplug(_ dongle: Process, name: String) async throws {
+        kill(dongle.processIdentifier, SIGTERM)
+        for step in 0..<100 {
+            let names = (try? BlueZProbe.adapters().map(\.name)) ?? []
+            if !names.contains(name) { return }
+            if step == 50 { kill(dongle.processIdentifier, SIGKILL) }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+        XCTFail("\(name) still on D-Bus 20 s after its btvirt was stopped")
+    }
+
+    func waitForAdapter(notIn known: Set<String>, seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let names = try? BlueZProbe.adapters().map(\.name), let new = names.first(where: { !known.contains($0) }) { return new }
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        return nil
+    }
+
+    /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one (logging to
+    /// the lab's bluetoothd.log, pid where the lab's teardown looks) and waits for all adapters.
+    func restartBluetoothd() throws {
+        let run = "/run/bt-lab"
+        guard let pidText = try? String(contentsOfFile: run + "/bluetoothd.pid", encoding: .utf8),
+              let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw XCTSkip("no /run/bt-lab/bluetoothd.pid: not the lab's bluetoothd")
+        }
+        kill(pid, SIGTERM)
+        var gone = false
+        for _ in 0..<100 where !gone {
+            do { _ = try BlueZProbe.adapters() } catch BlueZError.daemonNotRunning { gone = true } catch {}
+            if !gone { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        XCTAssertTrue(gone, "bluetoothd left the bus within 10 s")
+        let daemon = ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        p.arguments = [try XCTUnwrap(daemon, "bluetoothd not installed"), "-n"]
+        let logPath = (env["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
+        if let log = FileHandle(forWritingAtPath: logPath) {
+            log.seekToEndOfFile()
+            p.standardOutput = log
+            p.standardError = log
+        }
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        try "\(p.processIdentifier)\n".write(toFile: run + "/bluetoothd.pid", atomically: true, encoding: .utf8)
+        let count = Int(env["PEERLINK_LAB_CONTROLLERS"] ?? "") ?? 8
+        var back = false
+        for _ in 0..<60 where !back {
+            if let adapters = try? BlueZProbe.adapters(), adapters.count >= count { back = true } else { Thread.sleep(forTimeInterval: 0.5) }
+        }
+        XCTAssertTrue(back, "all \(count) adapters back on D-Bus within 30 s")
+    }
+
+    func discoveryScenario(_ label: String, medium: Medium, advertiserIndex: Int, browserIndex: Int, powerCycle: Bool,
+                           make: (String) -> Transport) async throws {
+        let rx = try controller(advertiserIndex), tx = try controller(browserIndex)
+        let t0 = Date()
+        func lap(_ what: String) { labLog(String(format: "%@ discovery: %@ after %.2f s", label, what, Date().timeIntervalSince(t0))) }
+        var config = SessionConfig()
+        config.keepaliveInterval = 1000
+        config.deadAfter = 5000  // the keepalive bound under test (generous for the emulator)
+        let service = try ServiceType("bt-\(label.lowercased())")
+
+        // A: listens on its adapter only, advertises over Bluetooth only.
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(rx)], handshakeTimeout: 20)
+        let sa = Session(node: a, config: config)
+        let adv = Advertiser(node: a, service: service, info: try DiscoveryInfo(["room": "lab"]),
+                             discoveries: [BlueZDiscovery(node: a, adapter: "hci\(advertiserIndex)")])
+        let contexts = Contexts()
+        let accepter = Task { for await inv in adv.invitations { contexts.add(inv.context); inv.accept(into: sa) } }
+        let noticesA = Task { for await n in adv.notices { labLog("A notice: \(n)") } }
+        defer { accepter.cancel(); noticesA.cancel() }
+        try await adv.start()
+        lap("A advertising")
+
+        // B: browses over Bluetooth only.
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [make(tx)], handshakeTimeout: 20)
+        let sb = Session(node: b, config: config)
+        let browser = Browser(node: b, service: service, discoveries: [BlueZDiscovery(node: b, adapter: "hci\(browserIndex)")])
+        let events = BrowserLog()
+        let watcher = Task {
+            for await e in browser.events {
+                if case let .notice(n) = e { labLog("B notice: \(n)") }
+                events.add(e)
+            }
+        }
+        defer { watcher.cancel(); browser.stop() }
+        try browser.start()
+
+        let found = try await events.waitFor(60) { e -> PeerInfo? in
+            if case let .found(p) = e, p.peerID == a.peerID { return p }
+            return nil
+        }
+        let peer = try XCTUnwrap(found, "B found A over Bluetooth within 60 s")
+        lap("B found A")
+        XCTAssertEqual(peer.displayName, "alpha")
+        XCTAssertEqual(peer.info, ["room": "lab"], "discovery info learnt from the hello")
+        XCTAssertEqual(peer.endpoints.map(\.medium), [medium])
+        XCTAssertEqual(peer.endpoints.first?.host.uppercased(), rx.uppercased())
+
+        try await b.invite(peer, to: sb, context: Array("over \(label)".utf8), timeout: 30)
+        lap("invitation accepted")
+        XCTAssertEqual(contexts.all, ["over \(label)"], "A's application saw one invitation, with its context")
+        let links = await sb.links()
+        XCTAssertEqual(links.first?.links.first?.medium, medium)
+
+        // Reliable messages both ways, in order.
+        let atA = Task { try await collect(sa, count: 10) }
+        for i in 0..<10 { try await sb.send(Array("b→a \(i)".utf8), to: [a.peerID]) }
+        let gotA = try await atA.value
+        XCTAssertEqual(gotA, (0..<10).map { "b→a \($0)" })
+        let atB = Task { try await collect(sb, count: 10) }
+        for i in 0..<10 { try await sa.send(Array("a→b \(i)".utf8), to: [b.peerID]) }
+        let gotB = try await atB.value
+        XCTAssertEqual(gotB, (0..<10).map { "a→b \($0)" })
+        lap("20 messages")
+
+        // A file, B → A, checked by SHA-256.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-btd-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let content = Data((0..<(128 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
+        let receiving = Task { () -> Bool in
+            for await e in sa.events {
+                if case let .resourceOffered(o) = e { try await sa.accept(o, into: dir + "/in") }
+                if case let .resourceFinished(_, _, error) = e { return error == nil }
+            }
+            return false
+        }
+        try await sb.sendResource(at: dir + "/blob.bin", to: a.peerID)
+        let received = try await receiving.value
+        XCTAssertTrue(received)
+        let got = try Data(contentsOf: URL(fileURLWithPath: dir + "/in/blob.bin"))
+        XCTAssertEqual(Array(SHA256.hash(data: got)), Array(SHA256.hash(data: content)))
+        lap("128 KiB file")
+
+        if powerCycle {
+            let offAt = Date()
+            let notConnected = Task { () -> Double? in
+                for await e in sb.events {
+                    if case let .peerStateChanged(p, _, .notConnected) = e, p == a.peerID { return Date().timeIntervalSince(offAt) }
+                }
+                return nil
+            }
+            defer { try? labBtmgmt(index: advertiserIndex, ["power", "on"]) }
+            try labBtmgmt(index: advertiserIndex, ["power", "off"])
+            let after = try await withTimeout(Double(config.deadAfter) / 1000 + 10) { await notConnected.value } ?? nil
+            let seconds = try XCTUnwrap(after, "B never reported A not connected")
+            labLog(String(format: "%@ discovery: A's adapter off → not connected after %.2f s (bound %.1f s)",
+                          label, seconds, Double(config.deadAfter) / 1000))
+            XCTAssertLessThanOrEqual(seconds, Double(config.deadAfter) / 1000 + 3, "within the keepalive bound (+3 s for the emulator)")
+            let lost = try await events.waitFor(60) { e -> Bool? in
+                if case let .lost(p) = e, p == a.peerID { return true }
+                return nil
+            }
+            XCTAssertEqual(lost, true, "B's browser lost A")
+            lap("A lost")
+
+            let onAt = Date()
+            try labBtmgmt(index: advertiserIndex, ["power", "on"])
+            try labBtmgmt(index: advertiserIndex, ["connectable", "on"])
+            let again = try await events.waitFor(90, after: onAt) { e -> PeerInfo? in
+                if case let .found(p) = e, p.peerID == a.peerID { return p }
+                return nil
+            }
+            let back = try XCTUnwrap(again, "B found A again after its adapter was powered on")
+            lap(String(format: "A found again %.2f s after power on", Date().timeIntervalSince(onAt)))
+            var invited = false
+            for attempt in 1...3 where !invited {
+                do {
+                    try await b.invite(back, to: sb, timeout: 30)
+                    invited = true
+                } catch {
+                    labLog("re-invite attempt \(attempt) failed: \(error)")
+                    try await Task.sleep(nanoseconds: 2_000_000_000)
+                }
+            }
+            XCTAssertTrue(invited, "A invited again after power on")
+            if invited {
+                let after = Task { try await collect(sa, count: 1) }
+                try await sb.send(Array("after power on".utf8), to: [a.peerID])
+                let gotAfter = try await after.value
+                XCTAssertEqual(gotAfter, ["after power on"])
+            }
+        }
+        await sb.disconnect(); await sa.disconnect()
+        await adv.stop()
+        await a.stop(); await b.stop()
+    }
+}
+
+/// Invitation contexts seen by the advertiser's application.
+final class Contexts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ c: [UInt8]) { lock.withLock { list.append(String(decoding: c, as: UTF8.self)) } }
+    var all: [String] { lock.withLock { list } }
+}
+
+/// Every browser event with its arrival time, and waiting for one that matches.
+final class BrowserLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [(Date, DiscoveryEvent)] = []
+    func add(_ e: DiscoveryEvent) { lock.withLock { list.append((Date(), e)) } }
+
+    /// The first event (at or after `after`) for which `match` returns a value, polling up
+    /// to `seconds`.
+    func waitFor<T>(_ seconds: Double, after: Date = .distantPast, _ match: (DiscoveryEvent) -> T?) async throws -> T? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let snapshot = lock.withLock { list }
+            for (at, e) in snapshot where at >= after {
+                if let v = match(e) { return v }
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        return nil
+    }
+}
+
+/// The `peerlink` CLI over Bluetooth alone in the lab: `receive --media bluetooth` on hci9,
+/// `send --media bluetooth` from hci8 finds it by name, sends a file, and the receiver keeps it
+/// only after its SHA-256 matched; `browse --media bluetooth` lists the receiver.
+final class BluetoothCLILabTests: XCTestCase {
+    var env: [String: String] { ProcessInfo.processInfo.environment }
+
+    /// `peerlink` next to the test bundle (swift build --build-tests builds both).
+    var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerlink").path
+    }
+
+    func test9SendAndReceiveOverBluetoothOnly() throws {
+        guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Bluetooth lab only: run scripts/test-bt.sh") }
+        guard env["PEERLINK_LAB_HCI9"] != nil else { throw XCTSkip("needs controllers hci8 and hci9") }
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: binary), "no peerlink binary at \(binary)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-btcli-\(UUID())").path
+        for sub in ["/rx", "/tx", "/inbox"] { try FileManager.default.createDirectory(atPath: dir + sub, withIntermediateDirectories: true) }
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let content = Data((0..<(64 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        try content.write(to: URL(fileURLWithPath: dir + "/report.bin"))
+
+        let receiver = LabProcess(binary, ["receive", "--service", "bt-cli", "--media", "bluetooth", "--adapter", "hci9",
+                                           "--dir", dir + "/inbox", "--accept-all", "--json", "--name", "alpha", "--config-dir", dir + "/rx"])
+        defer { receiver.stop() }
+        try receiver.start()
+        XCTAssertTrue(receiver.waitForLine(containing: "\"advertising\"", seconds: 30), "receiver advertising: \(receiver.output)")
+
+        let sender = LabProcess(binary, ["send", dir + "/report.bin", "--service", "bt-cli", "--media", "bluetooth", "--adapter", "hci8",
+                                         "--to", "alpha", "--json", "--config-dir", dir + "/tx", "--timeout", "60"])
+        try sender.start()
+        let status = sender.wait(seconds: 120)
+        labLog("CLI send exit \(String(describing: status)); output:\n\(sender.output)")
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(sender.output.contains("\"sent\""), sender.output)
+        let got = try Data(contentsOf: URL(fileURLWithPath: dir + "/inbox/report.bin"))
+        XCTAssertEqual(Array(SHA256.hash(data: got)), Array(SHA256.hash(data: content)))
+
+        let browse = LabProcess(binary, ["browse", "--service", "bt-cli", "--media", "bluetooth", "--adapter", "hci8",
+                                         "--json", "--timeout", "20", "--config-dir", dir + "/tx"])
+        try browse.start()
+        _ = browse.wait(seconds: 40)
+        labLog("CLI browse output:\n\(browse.output)")
+        XCTAssertTrue(browse.output.contains("\"found\"") && browse.output.contains("alpha"), browse.output)
+    }
+}
+
+/// A child process whose stdout and stderr are collected line by line.
+final class LabProcess: @unchecked Sendable {
+    private let process = Process()
+    private let pipe = Pipe()
+    private let lock = NSLock()
+    private var text = ""
+
+    init(_ path: String, _ arguments: [String]) {
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+    }
+
+    var output: String { lock.withLock { text } }
+
+    func start() throws {
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let data = h.availableData
+            guard !data.isEmpty else { h.readabilityHandler = nil; return }
+            self?.lock.withLock { self?.text += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+    }
+
+    func waitForLine(containing needle: String, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if output.contains(needle) { return true }
+            if !process.isRunning { return output.contains(needle) }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return false
+    }
+
+    /// The exit status, or nil if it still ran after `seconds` (then it is killed).
+    func wait(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        if process.isRunning { stop(); return nil }
+        Thread.sleep(forTimeInterval: 0.2)  // let the last output arrive
+        return process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning { process.interrupt() }
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        if process.isRunning { process.terminate() }
+    }
+}
