@@ -36,7 +36,12 @@ expect_error "discovery info entry over 255 bytes" "above the limit of 255" adve
 expect_error "duplicate discovery info key" "given more than once" advertise --service demo --info a=1 --info a=2
 expect_error "both accept flags" "either --accept-all or --accept-known" advertise --service demo --accept-all --accept-known
 expect_error "unknown policy" "is not known; use one of" chat --service demo --policy fastest --peer x
-expect_error "bluetooth media not yet" "not implemented yet" browse --service demo --media bluetooth
+# No bluetoothd on the host (the Bluetooth lab VM has one): an explicit --media bluetooth says why.
+expect_error "bluetooth media without bluetoothd" "Bluetooth is not usable: .*(bluetoothd|D-Bus)" browse --service demo --media bluetooth --timeout 1
+expect_error "unknown adapter" "Bluetooth is not usable|no Bluetooth adapter 'hci9'" browse --service demo --media all --adapter hci9 --timeout 1
+expect_error "adapter without Bluetooth media" "--adapter needs --media bluetooth, all or auto" browse --service demo --media ip --adapter hci0
+expect_error "unknown medium to avoid" "--avoid 'radio' is not known; use ip or bluetooth" chat --service demo --peer x --media ip --avoid radio
+expect_error "unknown media" "is not known; use one of: auto, ip, bluetooth, all" browse --service demo --media carrier-pigeon
 expect_error "send: missing file" "no such file" send "$work/nope.bin" --to alpha
 expect_error "send: a directory" "is a directory" send "$work" --to alpha
 expect_error "trust: bad peer ID" "is not 32 base32 characters" trust add not-a-peer-id
@@ -45,6 +50,11 @@ expect_error "one-character service type (Avahi)" "2-15 characters|D-Bus|avahi" 
 mkdir -p "$work/run" && chmod 700 "$work/run"
 PEERLINK_RUNTIME_DIR="$work/run" expect_error "links with nothing running" "no running peerlink command found" links
 check "links --json prints an empty array when nothing runs" sh -c "PEERLINK_RUNTIME_DIR='$work/run' '$bin' links --json 2>/dev/null | grep -qx '\\[\\]'"
+mkdir -p "$work/run2" && chmod 700 "$work/run2"
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); s.settimeout(20); c,_=s.accept(); c.sendall(b"hello"); c.close()' "$work/run2/4242.sock" &
+for _ in $(seq 50); do [ -S "$work/run2/4242.sock" ] && break; sleep 0.1; done
+PEERLINK_RUNTIME_DIR="$work/run2" expect_error "links names a socket that answers garbage" "no report from .*4242.sock: answered with 5 bytes that are not a PeerLink report" links
+wait
 check "no identity was written by failed commands" test ! -e "$work/cfg/display-name"
 
 "$bin" id --json >"$work/id.json" 2>&1

@@ -103,42 +103,54 @@ final class ControlServer: @unchecked Sendable {
 
 /// Asks every running peerlink command for its report.
 enum ControlClient {
-    /// Reports of the live processes; stale sockets (their process is gone) are removed.
-    static func collect(timeout: Double = 2) -> [ControlReport] {
+    /// Reports of the live processes, and one line per socket that did not give one (hung,
+    /// or answered with something else); stale sockets (their process is gone) are removed.
+    static func collect(timeout: Double = 2) -> (reports: [ControlReport], problems: [String]) {
         let dir = ControlDirectory.path
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return [] }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return ([], []) }
         var out: [ControlReport] = []
+        var problems: [String] = []
         for name in names.sorted() where name.hasSuffix(".sock") {
             let path = dir + "/" + name
             switch query(path, timeout: timeout) {
             case let .success(r): out.append(r)
             case .failure(.refused): unlink(path)
-            case .failure: continue
+            case let .failure(.failed(why)): problems.append("\(path): \(why)")
             }
         }
-        return out
+        return (out, problems)
     }
 
-    enum QueryError: Error { case refused, failed }
+    enum QueryError: Error { case refused, failed(String) }
 
     static func query(_ path: String, timeout: Double) -> Result<ControlReport, QueryError> {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0, var addr = try? UnixAddress(path) else { return .failure(.failed) }
+        guard fd >= 0 else { return .failure(.failed("cannot create a socket: \(String(cString: strerror(errno)))")) }
         defer { close(fd) }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        guard var addr = try? UnixAddress(path) else { return .failure(.failed("socket path too long")) }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let rc = withUnsafePointer(to: &addr.raw) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard rc == 0 else { return .failure(errno == ECONNREFUSED || errno == ENOENT ? .refused : .failed) }
+        guard rc == 0 else {
+            let e = errno
+            if e == ECONNREFUSED || e == ENOENT { return .failure(.refused) }
+            return .failure(.failed("cannot connect: \(String(cString: strerror(e)))"))
+        }
         var data = Data()
         var buf = [UInt8](repeating: 0, count: 65536)
+        var timedOut = false
         while data.count < 16 << 20 {
             let n = recv(fd, &buf, buf.count, 0)
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { timedOut = true }
             if n <= 0 { break }
             data.append(contentsOf: buf[0..<n])
         }
-        guard let r = try? JSONDecoder().decode(ControlReport.self, from: data) else { return .failure(.failed) }
+        if timedOut { return .failure(.failed("no complete answer within \(timeout) s (is that process stuck?)")) }
+        guard let r = try? JSONDecoder().decode(ControlReport.self, from: data) else {
+            return .failure(.failed(data.isEmpty ? "closed without answering" : "answered with \(data.count) bytes that are not a PeerLink report"))
+        }
         return .success(r)
     }
 }

@@ -25,9 +25,10 @@ struct LinksCommand: ParsableCommand {
     var pid: Int32?
 
     func run() throws {
-        var reports = ControlClient.collect()
+        var (reports, problems) = ControlClient.collect()
         if let pid { reports = reports.filter { $0.pid == pid } }
         let out = Output(json: json)
+        for p in problems { out.note("no report from \(p)") }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
