@@ -25,7 +25,7 @@ struct HarnessCommand: AsyncParsableCommand {
         @Argument(help: "Scenario files (.toml).")
         var files: [String]
 
-        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium).")
+        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium), btlab (inside the Bluetooth lab VM: real radios and a local IP path; see scripts/harness-btlab.sh).")
         var backend: String = "memory"
 
         @Option(name: .long, help: "Directory for the reports: NAME.json (result) and NAME.svg (timeline).")
@@ -35,23 +35,42 @@ struct HarnessCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            guard backend == "memory" else {
-                throw ValidationError("--backend '\(backend)' is not available; use memory (the IP-lab and Bluetooth-lab backends are not implemented yet)")
+            guard ["memory", "btlab"].contains(backend) else {
+                throw ValidationError("--backend '\(backend)' is not known; use memory or btlab")
+            }
+            /// The btlab backend gives each scenario its own controller pair (hci0/1, hci2/3, …):
+            /// the emulator refuses BR/EDR connections after a few between the same two.
+            func runner(_ index: Int) -> ScenarioBackend {
+                guard backend == "btlab" else { return MemoryBackend() }
+                var b = BTLabBackend()
+                b.firstController = 2 * index
+                return b
             }
             let scenarios = try files.map(HarnessCommand.load)
             if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
             var failed = 0
             var results: [Report.Result] = []
-            for s in scenarios {
+            for (index, s) in scenarios.enumerated() {
                 FileHandle.standardError.write(Data("running \(s.name) (\(s.duration) ms)…\n".utf8))
-                let record = try await MemoryBackend().run(s)
+                let record: RunRecord
+                do {
+                    record = try await runner(index).run(s)
+                } catch let e as HarnessError {
+                    // A scenario this backend cannot run fails with its reason; the others still run.
+                    failed += 1
+                    FileHandle.standardError.write(Data("FAIL \(s.name): \(e)\n".utf8))
+                    continue
+                }
                 let verdict = s.evaluate(record)
                 if !verdict.passed { failed += 1 }
                 if let out {
                     try Report.json(s, record, verdict).write(to: URL(fileURLWithPath: "\(out)/\(s.name).json"))
                     try Data(Report.svg(s, record, verdict).utf8).write(to: URL(fileURLWithPath: "\(out)/\(s.name).svg"))
                 }
-                if json { results.append(Report.Result(scenario: s, run: record, verdict: verdict)) } else { print(Report.text(s, record, verdict)) }
+                if json { results.append(Report.Result(scenario: s, run: record, verdict: verdict)) } else {
+                    print(Report.text(s, record, verdict))
+                    fflush(nil)  // each report as its scenario ends, also through a pipe
+                }
             }
             if json {
                 let encoder = JSONEncoder()

@@ -1,0 +1,210 @@
+import Foundation
+import PeerLink
+
+/// Runs scenarios inside the Bluetooth lab VM (scripts/harness-btlab.sh boots it): a
+/// `bluetooth` link is a real RFCOMM link between two virtual controllers, a `wifi` link is
+/// TCP between two addresses of a dummy interface in the VM. Both nodes run in this process,
+/// since Bluetooth sockets exist only in the VM's initial network namespace. Events: `off` on
+/// Bluetooth powers the receiver's controller off (btmgmt), `restore` powers it on; on Wi-Fi,
+/// `off` takes the interface down and drops its traffic (nftables), `cut` only drops it
+/// (silent), `loss` drops that share of its packets at random.
+///
+/// Not emulated here, and said in each report: bandwidth and delay (the radio and the local
+/// TCP path run at their own speed), a silent cut of a radio (done as a power-off), and loss
+/// on a Bluetooth link (refused).
+public struct BTLabBackend: ScenarioBackend {
+    public let name = "btlab"
+    /// The lab's controller addresses by index (`PEERLINK_LAB_HCI<n>`).
+    public let controllers: [Int: String]
+    /// The first controller index to use; link pairs are (first, first+1), (first+2, first+3)…
+    public var firstController = 0
+    public var sampleInterval = 25
+
+    /// Reads the controllers from the lab's environment.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        var c: [Int: String] = [:]
+        for (k, v) in environment where k.hasPrefix("PEERLINK_LAB_HCI") {
+            if let i = Int(k.dropFirst("PEERLINK_LAB_HCI".count)) { c[i] = v }
+        }
+        controllers = c
+    }
+
+    /// Why this backend cannot run `scenario`, or nil.
+    public func refusal(_ scenario: Scenario) -> String? {
+        let bt = scenario.links.filter { $0.kind == .bluetooth }, wifi = scenario.links.filter { $0.kind == .wifi }
+        if bt.count > 1 || wifi.count > 1 { return "the btlab backend runs one bluetooth and one wifi link at most" }
+        if let l = bt.first, scenario.events.contains(where: { $0.link == l.name && $0.action == .loss }) {
+            return "loss on the Bluetooth link '\(l.name)' cannot be produced on a real radio here"
+        }
+        if let l = bt.first, l.loss > 0 { return "loss on the Bluetooth link '\(l.name)' cannot be produced on a real radio here" }
+        if !bt.isEmpty, controllers[firstController] == nil || controllers[firstController + 1] == nil {
+            return "no lab controllers hci\(firstController)/hci\(firstController + 1) (run inside the lab: scripts/harness-btlab.sh)"
+        }
+        return nil
+    }
+
+    public func run(_ scenario: Scenario) async throws -> RunRecord {
+        if let why = refusal(scenario) { throw HarnessError.unsupported(backend: name, reason: why) }
+        let network = try BTLabRunNetwork(scenario, controllers: controllers, first: firstController)
+        var run = InProcessRun(backend: name, network: network)
+        run.sampleInterval = sampleInterval
+        return try await run.run(scenario)
+    }
+}
+
+/// A scenario a backend cannot run.
+public enum HarnessError: Error, CustomStringConvertible {
+    case unsupported(backend: String, reason: String)
+    case command(String)
+
+    public var description: String {
+        switch self {
+        case let .unsupported(backend, reason): return "the \(backend) backend cannot run this scenario: \(reason)"
+        case let .command(what): return what
+        }
+    }
+}
+
+/// The lab's radios and a local IP path for one run.
+final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
+    let senderIndex: Int, receiverIndex: Int
+    let senderAddress: String, receiverAddress: String
+    /// The dummy interface and its two addresses (sender, receiver) for the wifi link.
+    let interface = "plbt0"
+    let senderIP = "10.66.0.1", receiverIP = "10.66.0.2"
+    let table = "peerlink_btlab"
+    private let lock = NSLock()
+    private var poweredOff = false
+
+    init(_ scenario: Scenario, controllers: [Int: String], first: Int) throws {
+        senderIndex = first
+        receiverIndex = first + 1
+        senderAddress = controllers[first] ?? ""
+        receiverAddress = controllers[first + 1] ?? ""
+        if scenario.links.contains(where: { $0.kind == .wifi }) {
+            _ = try? Self.sh("ip", "link", "del", interface)
+            _ = try? Self.sh("nft", "delete", "table", "inet", table)
+            try Self.sh("ip", "link", "add", interface, "type", "dummy")
+            try Self.sh("ip", "addr", "add", senderIP + "/32", "dev", interface)
+            try Self.sh("ip", "addr", "add", receiverIP + "/32", "dev", interface)
+            try Self.sh("ip", "link", "set", interface, "up")
+            try Self.sh("nft", "add", "table", "inet", table)
+            try Self.sh("nft", "add", "chain", "inet", table, "out", "{ type filter hook output priority 0 ; }")
+        }
+    }
+
+    func transports(receiver: Bool, links: [Scenario.LinkSpec]) throws -> [Transport] {
+        links.map { l -> Transport in
+            switch l.kind {
+            case .bluetooth: return RFCOMMTransport(adapterAddress: receiver ? receiverAddress : senderAddress)
+            case .wifi: return TCPTransport(bindHost: receiver ? receiverIP : senderIP)
+            }
+        }
+    }
+
+    func endpoint(of link: Scenario.LinkSpec, ports: [Medium: UInt16]) -> TransportEndpoint {
+        switch link.kind {
+        case .bluetooth: return TransportEndpoint(medium: .rfcomm, host: receiverAddress, port: ports[.rfcomm] ?? 0)
+        case .wifi: return TransportEndpoint(medium: .tcp, host: receiverIP, port: ports[.tcp] ?? 0)
+        }
+    }
+
+    func link(of snapshot: LinkSnapshot, in links: [Scenario.LinkSpec]) -> String? {
+        let kind: Scenario.LinkSpec.Kind = snapshot.medium == .tcp ? .wifi : .bluetooth
+        return links.first { $0.kind == kind }?.name
+    }
+
+    func setReachable(_ link: Scenario.LinkSpec, _ reachable: Bool) async throws {
+        switch link.kind {
+        case .bluetooth: try power(reachable)
+        case .wifi: try drop(reachable ? nil : 100)
+        }
+    }
+
+    func apply(_ e: Scenario.TimedEvent, to l: Scenario.LinkSpec, index: Int) async throws {
+        switch (l.kind, e.action) {
+        case (.bluetooth, .off), (.bluetooth, .cut): try power(false)
+        case (.bluetooth, .restore): try power(true)
+        case (.bluetooth, .loss): throw HarnessError.unsupported(backend: "btlab", reason: "loss on a Bluetooth link")
+        case (.wifi, .off):
+            try drop(100)
+            try Self.sh("ip", "link", "set", interface, "down")
+        case (.wifi, .cut): try drop(100)
+        case (.wifi, .restore):
+            try drop(nil)
+            try Self.sh("ip", "link", "set", interface, "up")
+        case (.wifi, .loss):
+            let percent = Int(((e.loss ?? 0) * 100).rounded())
+            try drop(percent > 0 ? percent : nil)
+        }
+    }
+
+    func notes(_ scenario: Scenario) -> [String] {
+        var out: [String] = []
+        if scenario.links.contains(where: { $0.bandwidth > 0 || $0.delay > 0 }) {
+            out.append("btlab: bandwidth and delay are not shaped; the virtual radio and the local TCP path run at their own speed")
+        }
+        if let bt = scenario.links.first(where: { $0.kind == .bluetooth }),
+           scenario.events.contains(where: { $0.link == bt.name && $0.action == .cut }) {
+            out.append("btlab: a radio cannot go silent here; cut on '\(bt.name)' powers its controller off")
+        }
+        return out
+    }
+
+    /// bluetoothd drops an ACL link a moment after its last channel closed: wait for that, so
+    /// the next scenario's controllers do not share the emulator with lingering links.
+    func settle() async {
+        for _ in 0..<20 {
+            let out = (try? Self.sh("hcitool", "con")) ?? ""
+            if !out.contains(receiverAddress) && !out.contains(senderAddress) { return }
+            try? await Task.sleep(nanoseconds: 250_000_000)
+        }
+    }
+
+    func tearDown() async {
+        let trace = RunTrace("btlab")
+        trace("tear down")
+        defer { trace("torn down") }
+        if lock.withLock({ poweredOff }) { try? power(true) }
+        _ = try? Self.sh("nft", "delete", "table", "inet", table)
+        _ = try? Self.sh("ip", "link", "del", interface)
+    }
+
+    /// Drops `percent` % of the wifi path's packets (100 = all, nil = none), in one nft
+    /// transaction (a process start costs hundreds of milliseconds in the emulated VM).
+    private func drop(_ percent: Int?) throws {
+        var script = "flush chain inet \(table) out"
+        if let percent {
+            let match = "ip daddr { \(senderIP), \(receiverIP) }"
+            script += percent >= 100 ? "; add rule inet \(table) out \(match) drop"
+                                     : "; add rule inet \(table) out \(match) numgen random mod 100 < \(percent) drop"
+        }
+        try Self.sh("nft", script)
+    }
+
+    private func power(_ on: Bool) throws {
+        try Self.sh("btmgmt", "--index", String(receiverIndex), "power", on ? "on" : "off")
+        if on { try Self.sh("btmgmt", "--index", String(receiverIndex), "connectable", "on") }
+        lock.withLock { poweredOff = !on }
+    }
+
+    /// Runs a command (10 s limit); throws with its output when it fails.
+    @discardableResult
+    static func sh(_ args: String...) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        p.arguments = ["10"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        p.standardInput = Pipe()  // btmgmt quits silently when stdin is at EOF
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard p.terminationStatus == 0 else {
+            throw HarnessError.command("\(args.joined(separator: " ")) failed (exit \(p.terminationStatus)): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        return text
+    }
+}

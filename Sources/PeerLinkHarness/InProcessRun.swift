@@ -1,0 +1,346 @@
+import Foundation
+import PeerLink
+
+/// Where the two nodes of an in-process run talk: builds each side's transports for the
+/// scenario's links, says where the receiver listens, and carries out the timeline's events.
+/// The memory backend emulates links; the Bluetooth-lab backend uses real radios and sockets.
+protocol RunNetwork: Sendable {
+    /// The transports of one side (`sender` dials, `receiver` listens), one per link.
+    func transports(receiver: Bool, links: [Scenario.LinkSpec]) throws -> [Transport]
+    /// Where the receiver listens for `link`, given the ports its node bound per medium.
+    func endpoint(of link: Scenario.LinkSpec, ports: [Medium: UInt16]) -> TransportEndpoint
+    /// The scenario link a session link snapshot belongs to (by its medium and remote).
+    func link(of snapshot: LinkSnapshot, in links: [Scenario.LinkSpec]) -> String?
+    /// Makes a link unreachable (before it appears) or reachable (when it appears).
+    func setReachable(_ link: Scenario.LinkSpec, _ reachable: Bool) async throws
+    /// Carries out a timeline event on `link`.
+    func apply(_ event: Scenario.TimedEvent, to link: Scenario.LinkSpec, index: Int) async throws
+    /// Undoes everything the run changed (called once, also after a failure).
+    func tearDown() async
+    /// What this network does not reproduce of `scenario` (shown in the report).
+    func notes(_ scenario: Scenario) -> [String]
+    /// Waits until the run's connections are really gone (after both nodes stopped).
+    func settle() async
+}
+
+extension RunNetwork {
+    func notes(_ scenario: Scenario) -> [String] { [] }
+    func settle() async {}
+}
+
+/// Runs a scenario between two real PeerLink nodes in this process (sender and receiver) over
+/// a `RunNetwork`: invitation, traffic, timeline, carrier sampling, and the record.
+struct InProcessRun {
+    let backend: String
+    let network: RunNetwork
+    /// How often the carriers are sampled (ms).
+    var sampleInterval = 25
+
+    func run(_ scenario: Scenario) async throws -> RunRecord {
+        do {
+            let record = try await runSteps(scenario)
+            await network.tearDown()
+            return record
+        } catch {
+            await network.tearDown()
+            throw error
+        }
+    }
+
+    private func runSteps(_ scenario: Scenario) async throws -> RunRecord {
+        let network = self.network
+        let trace = RunTrace(scenario.name)
+        let a = try Node(identity: Identity(), displayName: "sender", transports: try network.transports(receiver: false, links: scenario.links))
+        let b = try Node(identity: Identity(), displayName: "receiver", transports: try network.transports(receiver: true, links: scenario.links))
+        let policy = LinkPolicy(scenario.policy)
+        let sa = Session(node: a, policy: policy), sb = Session(node: b, policy: policy)
+        let advertiser = Advertiser(node: b, service: try ServiceType("harness"), discovery: MemoryDiscovery())
+        try await advertiser.start()
+        let ports = try await b.start()
+        let acceptor = Task { for await i in advertiser.invitations { i.accept(into: sb) } }
+        defer { acceptor.cancel() }
+        trace("receiver listening: \(ports)")
+
+        let clock = RunClock()
+        let log = MarkLog()
+        for n in network.notes(scenario) { log.add(0, "note", n) }
+        func endpoint(_ l: Scenario.LinkSpec) -> TransportEndpoint { network.endpoint(of: l, ports: ports) }
+        // Links that appear later are out of reach until then.
+        for l in scenario.links where l.upAt > 0 { try await network.setReachable(l, false) }
+        let initial = scenario.links.filter { $0.upAt == 0 }
+        let info = PeerInfo(peerID: b.peerID, displayName: "receiver", info: [:], endpoints: initial.map(endpoint))
+        // The receiver: messages and resources as they arrive.
+        let receiver = Receiver(streams: scenario.traffic.filter { $0.kind == .messages }.count, clock: clock)
+        let inbox = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-harness-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: inbox) }
+        let receiving = Task {
+            for await e in sb.events {
+                switch e {
+                case let .message(_, bytes, .reliable): receiver.message(bytes)
+                case let .resourceOffered(offer): try? await sb.accept(offer, into: inbox)
+                case let .resourceFinished(p, path, error) where p.direction == .receiving:
+                    receiver.resource(size: Int(p.total), verified: path != nil && error == nil, resumedFrom: p.resumedFrom, error: error)
+                default: break
+                }
+            }
+        }
+        // The sender's own events: carrier changes with reasons.
+        let watching = Task {
+            for await e in sa.events {
+                if case let .carrierChanged(_, link, role, reason) = e {
+                    log.add(clock.now, "carrier", "\(role.rawValue) → link \(link): \(reason)")
+                }
+            }
+        }
+
+        trace("inviting \(info.endpoints)")
+        try await a.invite(info, to: sa, timeout: 30)
+        clock.start()
+        trace("invited")
+        log.add(clock.now, "start", "invited over \(initial.map(\.name).joined(separator: ", "))")
+
+        // Carrier sampling.
+        let interval = sampleInterval
+        let sampling = Task { () -> ([RunRecord.Span], [RunRecord.Span]) in
+            var up = SpanBuilder(), carriers = SpanBuilder()
+            while !Task.isCancelled, clock.now < scenario.duration {
+                let t = clock.now
+                let snapshot = await sa.links().first?.links ?? []
+                up.sample(Set(snapshot.compactMap { s in network.link(of: s, in: scenario.links).map { SpanBuilder.Pair(link: $0, role: nil) } }), at: t)
+                carriers.sample(Set(snapshot.flatMap { s in
+                    (network.link(of: s, in: scenario.links).map { n in
+                        s.carries.filter { $0 != LinkRole.control.rawValue }.map { SpanBuilder.Pair(link: n, role: $0) }
+                    }) ?? []
+                }), at: t)
+                try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
+            }
+            let end = clock.now
+            return (up.close(at: end), carriers.close(at: end))
+        }
+
+        // The timeline of events.
+        let timeline = Task {
+            for e in scenario.events {
+                await clock.sleep(until: e.at)
+                guard let i = scenario.links.firstIndex(where: { $0.name == e.link }) else { continue }
+                let what = "\(e.action.rawValue) \(e.link)" + (e.loss.map { " \(Int($0 * 100))%" } ?? "")
+                let began = clock.now
+                do {
+                    try await network.apply(e, to: scenario.links[i], index: i)
+                    log.add(began, "event", what)
+                    // Real networks take time to change (commands in an emulated VM): say so.
+                    if clock.now - began > 50 { log.add(clock.now, "note", "\(what) took effect after \(clock.now - began) ms") }
+                } catch {
+                    log.add(clock.now, "error", "\(what) failed: \(error)")
+                }
+            }
+        }
+        let appearing = Task {
+            var endpoints = initial.map(endpoint)
+            for l in scenario.links.filter({ $0.upAt > 0 }).sorted(by: { $0.upAt < $1.upAt }) {
+                await clock.sleep(until: l.upAt)
+                do { try await network.setReachable(l, true) } catch { log.add(clock.now, "error", "\(l.name) could not appear: \(error)") }
+                endpoints.append(endpoint(l))
+                await sa.update(PeerInfo(peerID: b.peerID, displayName: "receiver", info: [:], endpoints: endpoints))
+                log.add(clock.now, "event", "\(l.name) appears")
+            }
+        }
+
+        // Traffic.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-harness-src-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var senders: [Task<Void, Never>] = []
+        let tally = SendTally(streams: scenario.traffic.filter { $0.kind == .messages }.count)
+        var resourceSizes: [Int] = []
+        var streamIndex = 0
+        for t in scenario.traffic {
+            switch t.kind {
+            case .messages:
+                let index = UInt32(streamIndex)
+                streamIndex += 1
+                senders.append(Task {
+                    await clock.sleep(until: t.start)
+                    let spacing = t.rate > 0 ? 1000.0 / Double(t.rate) : 0
+                    for seq in 0..<t.count {
+                        if Task.isCancelled { return }
+                        if spacing > 0 { await clock.sleep(until: t.start + Int(Double(seq) * spacing)) }
+                        do {
+                            try await sa.send(Receiver.payload(stream: index, seq: UInt32(seq), size: t.size), to: [b.peerID])
+                            tally.sent(Int(index))
+                        } catch {
+                            tally.failed(Int(index))
+                        }
+                    }
+                })
+            case .resource:
+                resourceSizes.append(t.size)
+                let path = dir + "/resource-\(resourceSizes.count).bin"
+                var bytes = [UInt8](repeating: 0, count: t.size)
+                var x: UInt32 = 2463534242
+                for i in bytes.indices { x ^= x << 13; x ^= x >> 17; x ^= x << 5; bytes[i] = UInt8(truncatingIfNeeded: x) }
+                FileManager.default.createFile(atPath: path, contents: Data(bytes))
+                senders.append(Task {
+                    await clock.sleep(until: t.start)
+                    do { try await sa.sendResource(at: path, to: b.peerID) } catch { log.add(clock.now, "error", "resource: \(error)") }
+                })
+            }
+        }
+        // Traffic still being sent at the scenario's end (a stalled link) is cut short there and
+        // shows as missing; the run never waits past its duration plus a few seconds.
+        let finished = Task { for s in senders { await s.value } }
+        await clock.sleep(until: scenario.duration)
+        trace("duration reached")
+        if await !finishes(finished, within: 5) {
+            log.add(clock.now, "error", "traffic still being sent at the end of the run; stopped")
+            for s in senders { s.cancel() }
+        }
+        timeline.cancel()
+        appearing.cancel()
+        let (upSpans, carrierSpans) = await sampling.value
+        trace("sampling done; leaving")
+        if await !finishes(Task { await sa.disconnect() }, within: 5) { log.add(clock.now, "error", "the sender's graceful leave took over 5 s") }
+        if await !finishes(Task { await sb.disconnect() }, within: 5) { log.add(clock.now, "error", "the receiver's leave took over 5 s") }
+        receiving.cancel()
+        watching.cancel()
+        await advertiser.stop()
+        // Close every socket of the run, so the next run starts from a quiet network (the
+        // emulated radio mixes up links when old ones linger).
+        await a.stop()
+        await b.stop()
+        await network.settle()
+        trace("stopped")
+
+        var streams = receiver.streams()
+        for i in streams.indices {
+            (streams[i].sent, streams[i].failedSends) = tally.counts(i)
+        }
+        let resources = receiver.resources(expected: resourceSizes)
+        return RunRecord(scenario: scenario.name, backend: backend, duration: scenario.duration, links: scenario.links.map(\.name),
+                         upSpans: upSpans, carrierSpans: carrierSpans, events: log.all, streams: streams, resources: resources)
+    }
+}
+
+/// Progress lines on stderr when `PEERLINK_HARNESS_TRACE=1` (to find where a lab run hangs).
+struct RunTrace {
+    let name: String
+    let on = ProcessInfo.processInfo.environment["PEERLINK_HARNESS_TRACE"] == "1"
+    let start = Date()
+    init(_ name: String) { self.name = name }
+    func callAsFunction(_ text: @autoclosure () -> String) {
+        guard on else { return }
+        FileHandle.standardError.write(Data(String(format: "[trace %@ %.2f s] %@\n", name, Date().timeIntervalSince(start), text()).utf8))
+    }
+}
+
+/// Whether `task` ends within `seconds` (it keeps running otherwise). Unstructured on
+/// purpose: waiting for a task's value cannot be cancelled, so a child task could not give up.
+func finishes(_ task: Task<Void, Never>, within seconds: Double) async -> Bool {
+    await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+        let once = OnceResume(c)
+        Task { await task.value; once.resume(true) }
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            once.resume(false)
+        }
+    }
+}
+
+/// Resumes a continuation once; later calls do nothing.
+final class OnceResume: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Bool, Never>?
+    init(_ c: CheckedContinuation<Bool, Never>) { continuation = c }
+    func resume(_ v: Bool) {
+        let c: CheckedContinuation<Bool, Never>? = lock.withLock { defer { continuation = nil }; return continuation }
+        c?.resume(returning: v)
+    }
+}
+
+/// Messages each stream sent and failed to send so far.
+final class SendTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [(sent: Int, failed: Int)]
+    init(streams: Int) { counts = Array(repeating: (0, 0), count: streams) }
+    func sent(_ i: Int) { lock.withLock { counts[i].sent += 1 } }
+    func failed(_ i: Int) { lock.withLock { counts[i].failed += 1 } }
+    func counts(_ i: Int) -> (Int, Int) { lock.withLock { i < counts.count ? (counts[i].sent, counts[i].failed) : (0, 0) } }
+}
+
+/// Milliseconds since the run started.
+/// Scenario time: 0 until `start()` (called once the first link is up, so that a slow link
+/// set-up on real radios does not eat into the timeline), milliseconds since then.
+final class RunClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var origin: UInt64?
+    func start() { lock.withLock { if origin == nil { origin = DispatchTime.now().uptimeNanoseconds } } }
+    var now: Int {
+        guard let o = lock.withLock({ origin }) else { return 0 }
+        return Int((DispatchTime.now().uptimeNanoseconds - o) / 1_000_000)
+    }
+    func sleep(until ms: Int) async {
+        let wait = ms - now
+        if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait) * 1_000_000) }
+    }
+}
+
+/// Scenario events and carrier changes, with their times.
+final class MarkLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var marks: [RunRecord.Mark] = []
+    func add(_ at: Int, _ kind: String, _ text: String) { lock.withLock { marks.append(RunRecord.Mark(at: at, kind: kind, text: text)) } }
+    var all: [RunRecord.Mark] { lock.withLock { marks.sorted { $0.at < $1.at } } }
+}
+
+/// What the receiving node got.
+final class Receiver: @unchecked Sendable {
+    private let lock = NSLock()
+    private var arrivals: [[Int]]
+    private var times: [[Int]]
+    private var done: [RunRecord.ResourceOutcome] = []
+    private let clock: RunClock
+
+    init(streams: Int, clock: RunClock) {
+        arrivals = Array(repeating: [], count: streams)
+        times = Array(repeating: [], count: streams)
+        self.clock = clock
+    }
+
+    /// A message: 4 bytes stream index, 4 bytes sequence number, padding to `size`.
+    static func payload(stream: UInt32, seq: UInt32, size: Int) -> [UInt8] {
+        var p = [UInt8](repeating: 0x5a, count: max(8, size))
+        for i in 0..<4 { p[i] = UInt8(truncatingIfNeeded: stream >> (24 - 8 * i)); p[4 + i] = UInt8(truncatingIfNeeded: seq >> (24 - 8 * i)) }
+        return p
+    }
+
+    func message(_ bytes: [UInt8]) {
+        guard bytes.count >= 8 else { return }
+        let stream = bytes[0..<4].reduce(0) { $0 << 8 | Int($1) }
+        let seq = bytes[4..<8].reduce(0) { $0 << 8 | Int($1) }
+        let t = clock.now
+        lock.withLock {
+            guard stream < arrivals.count else { return }
+            arrivals[stream].append(seq)
+            times[stream].append(t)
+        }
+    }
+
+    func resource(size: Int, verified: Bool, resumedFrom: UInt64, error: String?) {
+        let t = clock.now
+        lock.withLock { done.append(RunRecord.ResourceOutcome(size: size, verified: verified, restarted: resumedFrom > 0, error: error, finishedAt: t)) }
+    }
+
+    func streams() -> [RunRecord.MessageStream] {
+        lock.withLock { zip(arrivals, times).map { RunRecord.MessageStream(sent: 0, failedSends: 0, arrivals: $0, arrivalTimes: $1) } }
+    }
+
+    func resources(expected sizes: [Int]) -> [RunRecord.ResourceOutcome] {
+        lock.withLock {
+            var out = done
+            var missing = sizes
+            for d in done { if let i = missing.firstIndex(of: d.size) { missing.remove(at: i) } }
+            for s in missing { out.append(RunRecord.ResourceOutcome(size: s, verified: false, restarted: false, error: "did not arrive", finishedAt: nil)) }
+            return out
+        }
+    }
+}
