@@ -185,8 +185,10 @@ public struct MemoryBackend: ScenarioBackend {
 
 /// Milliseconds since the run started.
 final class RunClock: Sendable {
-    private let start = DispatchTime.now().uptimeNanoseconds
-    var now: Int { Int((DispatchTime.now().uptimeNanoseconds - start) / 1_000_000) }
+    private let start: UInt64
+    /// - Parameter start: the run's time zero (monotonic nanoseconds); now by default.
+    init(start: UInt64 = DispatchTime.now().uptimeNanoseconds) { self.start = start }
+    var now: Int { Int((Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds) - Int64(truncatingIfNeeded: start)) / 1_000_000) }
     func sleep(until ms: Int) async {
         let wait = ms - now
         if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait) * 1_000_000) }

@@ -15,7 +15,7 @@ struct HarnessCommand: AsyncParsableCommand {
         verified resources. Exit status: 0 when every scenario passed, 1 when one failed, \
         2 for an unusable file.
         """,
-        subcommands: [Run.self, Validate.self],
+        subcommands: [Run.self, Validate.self, Agent.self],
         defaultSubcommand: Run.self
     )
 
@@ -25,7 +25,7 @@ struct HarnessCommand: AsyncParsableCommand {
         @Argument(help: "Scenario files (.toml).")
         var files: [String]
 
-        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium).")
+        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium) or iplab (two network namespaces, kernel TCP; root).")
         var backend: String = "memory"
 
         @Option(name: .long, help: "Directory for the reports: NAME.json (result) and NAME.svg (timeline).")
@@ -35,8 +35,11 @@ struct HarnessCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            guard backend == "memory" else {
-                throw ValidationError("--backend '\(backend)' is not available; use memory (the IP-lab and Bluetooth-lab backends are not implemented yet)")
+            let runner: any ScenarioBackend
+            switch backend {
+            case "memory": runner = MemoryBackend()
+            case "iplab": runner = IPLabBackend(executable: try HarnessCommand.ownExecutable())
+            default: throw ValidationError("unknown --backend '\(backend)'; use memory or iplab (the Bluetooth-lab backend is not implemented yet)")
             }
             let scenarios = try files.map(HarnessCommand.load)
             if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
@@ -44,7 +47,7 @@ struct HarnessCommand: AsyncParsableCommand {
             var results: [Report.Result] = []
             for s in scenarios {
                 FileHandle.standardError.write(Data("running \(s.name) (\(s.duration) ms)…\n".utf8))
-                let record = try await MemoryBackend().run(s)
+                let record = try await runner.run(s)
                 let verdict = s.evaluate(record)
                 if !verdict.passed { failed += 1 }
                 if let out {
@@ -76,6 +79,14 @@ struct HarnessCommand: AsyncParsableCommand {
                 print("ok   \(f): \(s.name), \(s.links.count) links, \(s.events.count) events, \(s.traffic.count) traffic, \(s.expectations.count) expectations")
             }
         }
+    }
+
+    /// This program's path, for the IP lab's agents.
+    static func ownExecutable() throws -> String {
+        guard let p = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            throw ValidationError("cannot find this program's path (/proc/self/exe)")
+        }
+        return p
     }
 
     static func load(_ path: String) throws -> Scenario {
