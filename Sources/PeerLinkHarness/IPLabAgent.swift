@@ -56,13 +56,14 @@ public final class IPLabAgent: @unchecked Sendable {
         let session = Session(node: node, policy: LinkPolicy(scenario.policy))
         self.node = node
         self.session = session
+        // Before the advertiser, which would otherwise start the node on a random port.
+        try await node.start(port: port)
         if role == .listener {
             let advertiser = Advertiser(node: node, service: try ServiceType("harness"), discovery: MemoryDiscovery())
             try await advertiser.start()
             self.advertiser = advertiser
             tasks.append(Task { for await i in advertiser.invitations { i.accept(into: session) } })
         }
-        try await node.start(port: port)
         send(.ready(peer: node.peerID))
     }
 
@@ -89,8 +90,8 @@ public final class IPLabAgent: @unchecked Sendable {
         guard let peer else { throw AgentError("the dialler needs the listener's peer ID") }
         let names = links
         func linkName(_ remote: String) -> String? {
-            guard let r = remote.range(of: "://") else { return nil }
-            return names.first { remote[r.upperBound...].hasPrefix($0.subnetPrefix) }?.name
+            let host = remote.range(of: "://").map { remote[$0.upperBound...] } ?? remote[...]
+            return names.first { host.hasPrefix($0.subnetPrefix) }?.name
         }
         tasks.append(Task {
             for await e in session.events {
@@ -236,8 +237,7 @@ final class RFCOMMLabelled: MessageConnection {
     var medium: Medium { .rfcomm }
     var remoteDescription: String {
         let d = inner.remoteDescription
-        guard let r = d.range(of: "://") else { return d }
-        return "rfcomm://" + d[r.upperBound...]
+        return "rfcomm://" + (d.range(of: "://").map { d[$0.upperBound...] } ?? d[...])
     }
     func enqueue(_ message: [UInt8]) { inner.enqueue(message) }
     var queuedBytes: Int { inner.queuedBytes }

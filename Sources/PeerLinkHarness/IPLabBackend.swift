@@ -72,9 +72,10 @@ public struct IPLabBackend: ScenarioBackend {
             await clock.sleep(until: e.at)
             try dialer.check(); try listener.check()
             guard let l = topo.link(e.link) else { continue }
+            let at = clock.now
             try apply(l, (faults[l.name] ?? .init()).applying(e.action, loss: e.loss))
             if !e.appear {
-                marks.append(.init(at: clock.now, kind: "event", text: "\(e.action.rawValue) \(e.link)" + (e.loss.map { " \(Int($0 * 100))%" } ?? "")))
+                marks.append(.init(at: at, kind: "event", text: "\(e.action.rawValue) \(e.link)" + (e.loss.map { " \(Int($0 * 100))%" } ?? "")))
             }
         }
         await clock.sleep(until: scenario.duration)

@@ -34,10 +34,9 @@ public struct IPLabTopology: Sendable, Equatable {
 
     public func link(_ name: String) -> Link? { links.first { $0.name == name } }
 
-    /// The link a remote description ("tcp://10.77.2.2:47000") is on.
+    /// The link a remote description ("10.77.2.2:47000", with or without a scheme) is on.
     public func linkName(forRemote remote: String) -> String? {
-        guard let r = remote.range(of: "://") else { return nil }
-        let host = remote[r.upperBound...]
+        let host = remote.range(of: "://").map { remote[$0.upperBound...] } ?? remote[...]
         return links.first { host.hasPrefix($0.subnetPrefix) }?.name
     }
 
