@@ -39,6 +39,7 @@ public final class IPLabAgent: @unchecked Sendable {
                 return
             }
         }
+        FileHandle.standardError.write(Data("agent \(role.rawValue): stdin closed before finish\n".utf8))
     }
 
     private func send(_ r: AgentProtocol.Report) {

@@ -173,6 +173,7 @@ final class AgentProcess: @unchecked Sendable {
     private var peer: PeerID?
     private var finalResult: AgentProtocol.Result?
     private var failure: String?
+    private var eof = false
     private var collected: [RunRecord.Mark] = []
     let role: String
 
@@ -185,7 +186,11 @@ final class AgentProcess: @unchecked Sendable {
         output.fileHandleForReading.readabilityHandler = { [weak self] h in
             let data = h.availableData
             guard let self else { return }
-            if data.isEmpty { h.readabilityHandler = nil; return }
+            if data.isEmpty {
+                h.readabilityHandler = nil
+                self.lock.withLock { self.eof = true }
+                return
+            }
             self.lock.withLock {
                 for line in self.splitter.feed(data) where !line.isEmpty {
                     do {
@@ -215,7 +220,8 @@ final class AgentProcess: @unchecked Sendable {
     /// Throws when the agent failed or exited early.
     func check() throws {
         if let f = lock.withLock({ failure }) { throw AgentError("\(role) agent: \(f)") }
-        if !process.isRunning && lock.withLock({ finalResult }) == nil {
+        // Once it exited and its last lines were read (they may be long: the listener's result).
+        if !process.isRunning && lock.withLock({ eof && finalResult == nil }) {
             throw AgentError("\(role) agent exited (status \(process.terminationStatus)) before its result")
         }
     }
