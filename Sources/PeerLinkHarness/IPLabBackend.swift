@@ -183,30 +183,37 @@ final class AgentProcess: @unchecked Sendable {
         process.arguments = ["ip", "netns", "exec", namespace, executable, "agent", "--role", role]
         process.standardInput = input
         process.standardOutput = output
-        output.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let data = h.availableData
-            guard let self else { return }
-            if data.isEmpty {
-                h.readabilityHandler = nil
-                self.lock.withLock { self.eof = true }
-                return
+        try process.run()
+        // A thread of its own reads the agent's lines until EOF (blocking reads: Foundation's
+        // readabilityHandler lost the tail of a long last line here).
+        let reading = output.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(reading.fileDescriptor, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                self.take(buffer[0..<n])
             }
-            self.lock.withLock {
-                for line in self.splitter.feed(data) where !line.isEmpty {
-                    do {
-                        switch try AgentProtocol.decode(AgentProtocol.Report.self, from: line) {
-                        case let .ready(p): self.peer = p
-                        case let .mark(m): self.collected.append(m)
-                        case let .result(r): self.finalResult = r
-                        case let .failed(why): self.failure = why
-                        }
-                    } catch {
-                        self.failure = "\(error)"
+            self.lock.withLock { self.eof = true }
+        }
+    }
+
+    private func take(_ bytes: ArraySlice<UInt8>) {
+        lock.withLock {
+            for line in splitter.feed(bytes) where !line.isEmpty {
+                do {
+                    switch try AgentProtocol.decode(AgentProtocol.Report.self, from: line) {
+                    case let .ready(p): peer = p
+                    case let .mark(m): collected.append(m)
+                    case let .result(r): finalResult = r
+                    case let .failed(why): failure = why
                     }
+                } catch {
+                    failure = "\(error)"
                 }
             }
         }
-        try process.run()
     }
 
     var pid: Int32 { process.processIdentifier }
