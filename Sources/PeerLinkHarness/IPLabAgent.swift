@@ -170,7 +170,7 @@ public final class IPLabAgent: @unchecked Sendable {
                 var bytes = [UInt8](repeating: 0, count: t.size)
                 var x: UInt32 = 2463534242
                 for i in bytes.indices { x ^= x << 13; x ^= x >> 17; x ^= x << 5; bytes[i] = UInt8(truncatingIfNeeded: x) }
-                FileManager.default.createFile(atPath: path, contents: Data(bytes))
+                _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
                 senders.append(Task {
                     await clock.sleep(until: t.start)
                     do { try await session.sendResource(at: path, to: peer) } catch {
