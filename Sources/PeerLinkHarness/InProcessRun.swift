@@ -273,10 +273,17 @@ final class SendTally: @unchecked Sendable {
 final class RunClock: @unchecked Sendable {
     private let lock = NSLock()
     private var origin: UInt64?
+
+    /// A clock that starts at `start()`.
+    init() {}
+    /// A clock already started at `start` (monotonic nanoseconds; several processes of one run
+    /// share it — the IP-lab backend).
+    init(start: UInt64) { origin = start }
+
     func start() { lock.withLock { if origin == nil { origin = DispatchTime.now().uptimeNanoseconds } } }
     var now: Int {
         guard let o = lock.withLock({ origin }) else { return 0 }
-        return Int((DispatchTime.now().uptimeNanoseconds - o) / 1_000_000)
+        return Int((Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds) - Int64(truncatingIfNeeded: o)) / 1_000_000)
     }
     func sleep(until ms: Int) async {
         let wait = ms - now

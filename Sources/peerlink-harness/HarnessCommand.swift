@@ -15,7 +15,7 @@ struct HarnessCommand: AsyncParsableCommand {
         verified resources. Exit status: 0 when every scenario passed, 1 when one failed, \
         2 for an unusable file.
         """,
-        subcommands: [Run.self, Validate.self],
+        subcommands: [Run.self, Validate.self, Agent.self],
         defaultSubcommand: Run.self
     )
 
@@ -25,7 +25,7 @@ struct HarnessCommand: AsyncParsableCommand {
         @Argument(help: "Scenario files (.toml).")
         var files: [String]
 
-        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium), btlab (inside the Bluetooth lab VM: real radios and a local IP path; see scripts/harness-btlab.sh).")
+        @Option(name: .long, help: "Where to run: memory (two real PeerLink nodes over the in-memory medium), iplab (two network namespaces, kernel TCP; root; see scripts/harness-iplab.sh), btlab (inside the Bluetooth lab VM: real radios and a local IP path; see scripts/harness-btlab.sh).")
         var backend: String = "memory"
 
         @Option(name: .long, help: "Directory for the reports: NAME.json (result) and NAME.svg (timeline).")
@@ -35,16 +35,21 @@ struct HarnessCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            guard ["memory", "btlab"].contains(backend) else {
-                throw ValidationError("--backend '\(backend)' is not known; use memory or btlab")
+            guard ["memory", "iplab", "btlab"].contains(backend) else {
+                throw ValidationError("--backend '\(backend)' is not known; use memory, iplab or btlab")
             }
+            let executable = backend == "iplab" ? try HarnessCommand.ownExecutable() : ""
             /// The btlab backend gives each scenario its own controller pair (hci0/1, hci2/3, …):
             /// the emulator refuses BR/EDR connections after a few between the same two.
             func runner(_ index: Int) -> ScenarioBackend {
-                guard backend == "btlab" else { return MemoryBackend() }
-                var b = BTLabBackend()
-                b.firstController = 2 * index
-                return b
+                switch backend {
+                case "iplab": return IPLabBackend(executable: executable)
+                case "btlab":
+                    var b = BTLabBackend()
+                    b.firstController = 2 * index
+                    return b
+                default: return MemoryBackend()
+                }
             }
             let scenarios = try files.map(HarnessCommand.load)
             if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
@@ -95,6 +100,14 @@ struct HarnessCommand: AsyncParsableCommand {
                 print("ok   \(f): \(s.name), \(s.links.count) links, \(s.events.count) events, \(s.traffic.count) traffic, \(s.expectations.count) expectations")
             }
         }
+    }
+
+    /// This program's path, for the IP lab's agents.
+    static func ownExecutable() throws -> String {
+        guard let p = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            throw ValidationError("cannot find this program's path (/proc/self/exe)")
+        }
+        return p
     }
 
     static func load(_ path: String) throws -> Scenario {
