@@ -5,6 +5,7 @@
 #   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh),
 #      the same over two network paths per host pair (scripts/e2e-twopath.sh),
 #      the scenario library of the transport-selection harness (scenarios/, reports in results/harness),
+#      the same library in the IP lab (scripts/harness-iplab.sh, reports in results/harness-iplab),
 #      and the CLI's answers to bad input (scripts/cli-checks.sh)
 #   4. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   5. the Bluetooth lab smoke suite in a VM (scripts/bt-lab.sh smoke), unless PEERLINK_SKIP_BT_LAB=1
@@ -63,6 +64,13 @@ line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/harness.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("harness"); else
     set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("harness"); fi
 echo "reports (JSON + SVG timelines): results/harness/"
+
+step "transport-selection harness: the scenario library in the IP lab (namespaces, kernel TCP)"
+timeout --kill-after=10 400 "$here/harness-iplab.sh" "$(swift build --show-bin-path)/peerlink-harness" 2>&1 | tee "$logs/harness-iplab.log" | grep -vE "^\[trace"
+line=$(grep -E "^summary: [0-9]+ passed, [0-9]+ failed" "$logs/harness-iplab.log" | tail -1)
+if [ -z "$line" ]; then add 0 1; steps_failed+=("harness-iplab"); else
+    set -- $line; add "$2" "$4"; [ "$4" = 0 ] || steps_failed+=("harness-iplab"); fi
+echo "reports: results/harness-iplab/"
 
 step "CLI: bad input gets a clear error"
 timeout --kill-after=10 120 "$here/cli-checks.sh" "$(swift build --show-bin-path)/peerlink" 2>&1 | tee "$logs/cli.log" | grep -vE "^ok "

@@ -167,8 +167,10 @@ final class DBusExportTests: XCTestCase {
         let service = try ServiceType("field-demo")
         let advert = try BluetoothAdvert(peerID: try PeerID(bytes: (1...20).map { UInt8($0) }), rfcommChannel: 3, l2capPSM: 0x1001)
         let props = BlueZAdvertiser(service: service, advert: advert) { _ in }.advertisementProperties
-        XCTAssertEqual(Set(props.keys), ["Type", "ServiceData"])
+        // No UUID list, name or TX power: Flags + the service data fill the 31 bytes (§14.2).
+        XCTAssertEqual(Set(props.keys), ["Type", "Discoverable", "ServiceData"])
         XCTAssertEqual(props["Type"], .string("peripheral"))
+        XCTAssertEqual(props["Discoverable"], .bool(true), "found by discovery whatever the adapter's setting")
         let sd = try XCTUnwrap(props["ServiceData"]).dictionary
         XCTAssertEqual(Array(sd.keys), [BluetoothServiceUUID.string(for: service)])
         XCTAssertEqual(sd.values.first?.bytes, advert.encode())

@@ -54,6 +54,10 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     var advertisementProperties: [String: DBusValue] {
         [
             "Type": .string("peripheral"),
+            // General discoverable whatever the adapter's Discoverable setting: a browser's
+            // discovery (StartDiscovery) ignores LE adverts without a discoverable flag, and an
+            // adapter is not discoverable after a power cycle.
+            "Discoverable": .bool(true),
             "ServiceData": .propertyDictionary([BluetoothServiceUUID.string(for: service): .bytes(advert.encode())]),
         ]
     }
@@ -155,6 +159,11 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                            [.objectPath(objectPath), .emptyArray(elementSignature: "{sv}")], timeoutMillis: 10000)
         } catch let f as DBusFailure {
             if case .busUnavailable = f { throw BlueZError(f) }
+            // Still registered from before (bluetoothd kept it across a power cycle): fine.
+            if case let .call(name, _) = f, name == "org.bluez.Error.AlreadyExists" {
+                lock.withLock { registration = (adapterPath, owner) }
+                return
+            }
             throw BlueZError.call("bluetoothd refused the LE advertisement on \(adapterPath): \(f)")
         }
         lock.withLock { registration = (adapterPath, owner) }
@@ -186,8 +195,12 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 lastProblem = nil
             } catch {
                 let text = "LE advertising paused: \(error)"
-                if case .daemonNotRunning? = error as? BlueZError { lock.withLock { registration = nil } }
-                if case .noAdapter? = error as? BlueZError { lock.withLock { registration = nil } }
+                // bluetoothd drops the advertisement when the adapter is powered off (the
+                // kernel instance is removed), when the adapter goes, and when it exits: in
+                // every case register again once things are back (AlreadyExists counts as done).
+                if (error as? BlueZError).map({ if case .busUnavailable = $0 { return false } else { return true } }) ?? true {
+                    lock.withLock { registration = nil }
+                }
                 if lastProblem != text { notices(text); lastProblem = text }
                 if case .busUnavailable? = error as? BlueZError { reconnect() }
             }
