@@ -188,7 +188,15 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 }
                 lastOwner = owner
                 let reg = lock.withLock { registration }
-                if reg == nil || reg?.adapter != path {
+                // After any pause, register afresh: a powered-off controller drops its
+                // advertising instances and bluetoothd (5.66) neither restores them on power on
+                // nor calls Release, so its registration would be an empty one.
+                if reg == nil || reg?.adapter != path || lastProblem != nil {
+                    if let old = reg {
+                        _ = try? s.call(BlueZObjects.service, old.adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+                                        [.objectPath(objectPath)], timeoutMillis: 3000)
+                        lock.withLock { registration = nil }
+                    }
                     try register(s, adapterPath: path, owner: owner)
                     notices("LE advertisement registered again on \(path)")
                 }
