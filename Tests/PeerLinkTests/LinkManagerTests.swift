@@ -139,6 +139,10 @@ final class LinkManagerTests: XCTestCase {
         let bInfo = PeerInfo(peerID: p.b.peerID, displayName: "b", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: "b-bt", port: 0)])
         var aBT = p.aInfo
         aBT.endpoints = [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]
+        // 200 ms each way: both invitations are surely under way before either arrives, even
+        // on a loaded machine (without it, one could land before the other node started
+        // dialling, and then asking the application is right).
+        for address in ["a-bt", "b-bt"] { p.net.setConditions(MemoryLinkConditions(delay: 0.2), for: address) }
         async let x: Void = p.a.invite(bInfo, to: p.sa, timeout: 5)
         async let y: Void = p.b.invite(aBT, to: p.sb, timeout: 5)
         _ = try await (x, y)
