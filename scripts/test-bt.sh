@@ -23,16 +23,14 @@ cd "$(dirname "$0")/.."
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${BT_TIMEOUT:-600}
 ALL=PeerLinkTests.BlueZLabTests,PeerLinkTests.BluetoothLabTests,PeerLinkTests.BluetoothDiscoveryLabTests,PeerLinkTests.BluetoothCLILabTests
-# The default leaves out four tests that do not pass reliably in the emulator yet (see --all):
-#  - BlueZLabTests/testAdvertiserIsFound…, BluetoothDiscoveryLabTests/test6…: after the
-#    advertising controller is powered off and on, bluetoothd accepts the advertisement again
-#    but the browsing controller does not see it (passed 1 run of 5);
-#  - BluetoothDiscoveryLabTests/test8…: after a bluetoothd restart the peer is found again
-#    but connecting to it fails with EACCES (the link keys are gone and the lab has no agent
-#    to pair again);
-#  - BluetoothCLILabTests/test9…: passed 2 of 3 runs; in the CI rehearsal the sender found no
-#    peer on hci8 within 60 s (the receiver on hci9 was advertising) — not understood yet.
-FILTER=PeerLinkTests.BlueZLabTests/testBrowserFindsServiceDataAdvertAndSurvivesAdapterPowerCycle,PeerLinkTests.BluetoothLabTests,PeerLinkTests.BluetoothDiscoveryLabTests/test0DoctorReportsBluetoothUsable,PeerLinkTests.BluetoothDiscoveryLabTests/test10AdapterRemovedAndAddedAgain,PeerLinkTests.BluetoothDiscoveryLabTests/test7DiscoverOverBluetoothOnlyL2CAP
+# The default set is the one that has passed in every CI rehearsal (four controllers). The
+# Bluetooth-only discovery tests (BluetoothDiscoveryLabTests, BluetoothCLILabTests) and the
+# advertiser's power-cycle test need ten controllers and do not pass reliably in the emulator
+# yet — advert not seen again after a power cycle, EACCES after a bluetoothd restart (no
+# agent to pair again), one CLI run that found no peer, and one boot where test1/test2 were
+# refused after them — so they run only with --all.
+FILTER=PeerLinkTests.BlueZLabTests/testBrowserFindsServiceDataAdvertAndSurvivesAdapterPowerCycle,PeerLinkTests.BluetoothLabTests
+CONTROLLERS=4
 MEASURE=0
 LE=0
 LAB_ARGS=()
@@ -41,7 +39,7 @@ while [[ $# -gt 0 ]]; do
         --measure) MEASURE=1 ;;
         --le) LE=1 ;;
         --filter) FILTER=${2:?--filter needs a test name}; shift ;;
-        --all) FILTER=$ALL ;;
+        --all) FILTER=$ALL; CONTROLLERS=10 ;;
         --results) LAB_ARGS+=(--results "${2:?--results needs a directory}"); shift ;;
         --keep-trace) LAB_ARGS+=(--keep-trace) ;;
         -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -61,7 +59,7 @@ BUNDLE=$(swift build --scratch-path "$SCRATCH" --show-bin-path)/PeerLinkPackageT
 
 OUT=$(mktemp "${TMPDIR:-/tmp}/peerlink-test-bt.XXXXXX")
 trap 'rm -f "$OUT"' EXIT
-scripts/bt-lab.sh run --controllers 10 --timeout "$TIMEOUT" "${LAB_ARGS[@]}" -- \
+scripts/bt-lab.sh run --controllers "$CONTROLLERS" --timeout "$TIMEOUT" "${LAB_ARGS[@]}" -- \
     /usr/bin/env PEERLINK_LAB_MEASURE=$MEASURE PEERLINK_LAB_LE=$LE "$BUNDLE" "$FILTER" 2>&1 | tee "$OUT"
 STATUS=${PIPESTATUS[0]}
 
