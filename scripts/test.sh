@@ -9,8 +9,9 @@
 #      and the CLI's answers to bad input (scripts/cli-checks.sh)
 #   4. every fuzz target for a bounded time (scripts/fuzz.sh)
 #   5. the Bluetooth lab smoke suite in a VM (scripts/bt-lab.sh smoke), unless PEERLINK_SKIP_BT_LAB=1
-#   6. PeerLink nodes over RFCOMM and L2CAP, BlueZ browsing, remote power-off
-#      in the VM (scripts/test-bt.sh; --all adds the Bluetooth-only discovery tests), same condition
+#   6. the Bluetooth lab tests in the VM (scripts/test-bt.sh): transports, sessions, remote
+#      power-off, BlueZ browsing and advertising, discovery and the CLI over Bluetooth alone,
+#      adapter removal and bluetoothd restarts; same condition
 # Ends with one line "summary: N passed, M failed" counting test cases across the steps.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -92,8 +93,8 @@ if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
 fi
 
 if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
-    step "Bluetooth in the VM: PeerLink nodes over RFCOMM and L2CAP, BlueZ browsing, remote power-off"
-    SCRATCH=.build timeout --kill-after=10 900 "$here/test-bt.sh" 2>&1 | tee "$logs/bt-transports.log" | grep -E "^Test Case|error:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -30
+    step "Bluetooth in the VM: transports, power-off, BlueZ browsing/advertising, discovery and the CLI over Bluetooth alone, bluetoothd restart"
+    SCRATCH=.build timeout --kill-after=10 900 "$here/test-bt.sh" 2>&1 | tee "$logs/bt-transports.log" | grep -E "^Test Case|error:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -40
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/bt-transports.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("bt-transports"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("bt-transports"); fi
 fi

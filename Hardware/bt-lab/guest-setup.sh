@@ -119,36 +119,11 @@ for _ in $(seq 50); do [[ -S /run/dbus/system_bus_socket ]] && break; sleep 0.1;
 [[ -S /run/dbus/system_bus_socket ]] || fail dbus "no /run/dbus/system_bus_socket after 5 s"
 
 say "step bluetoothd"
-BLUETOOTHD=/usr/libexec/bluetooth/bluetoothd
-[[ -x $BLUETOOTHD ]] || BLUETOOTHD=$(command -v bluetoothd) || fail bluetoothd "bluetoothd not installed"
-# shellcheck disable=SC2086  # BT_LAB_BLUETOOTHD_ARGS is a list of options
-setsid "$BLUETOOTHD" -n ${BT_LAB_BLUETOOTHD_ARGS:-} >>"$RESULTS/bluetoothd.log" 2>&1 </dev/null &
-echo $! > "$RUN/bluetoothd.pid"
+# With the lab's configuration (JustWorksRepairing = always); waits until every adapter is
+# on D-Bus and turns connectable/bondable on again (bluetoothd turns connectable off).
+out=$(bash "$(dirname "${BASH_SOURCE[0]}")/start-bluetoothd.sh" "$RESULTS/bluetoothd.log" 2>&1) ||
+    fail bluetoothd "${out:-start-bluetoothd.sh failed}"
 
-adapters_on_dbus() {
-    local out i
-    out=$(timeout 5 dbus-send --system --print-reply --dest=org.bluez / \
-        org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null) || return 1
-    for ((i = 0; i < N; i++)); do
-        grep -q "object path \"/org/bluez/hci$i\"" <<<"$out" || return 1
-    done
-}
-ok=0
-for _ in $(seq 60); do    # up to ~30 s
-    kill -0 "$(cat "$RUN/bluetoothd.pid")" 2>/dev/null || fail bluetoothd "bluetoothd exited (see bluetoothd.log)"
-    if adapters_on_dbus; then ok=1; break; fi
-    sleep 0.5
-done
-((ok)) || fail bluetoothd "adapters hci0..hci$((N - 1)) not all on D-Bus (org.bluez) after 30 s"
-
-# bluetoothd applies its own adapter defaults when it takes an adapter over (it turns
-# 'connectable' off here), so re-apply the settings that raw-socket peers rely on.
-for ((i = 0; i < N; i++)); do
-    for setting in connectable bondable; do
-        out=$(mgmt --index "$i" "$setting" on 2>&1) ||
-            fail "reconfigure-hci$i" "btmgmt --index $i $setting on: rc=$? ${out//$'\n'/ }"
-    done
-done
 info=$(mgmt info 2>&1) || fail verify "btmgmt info failed: $info"
 { echo "--- btmgmt info when ready"; echo "$info"; } >>"$SETUP_LOG"
 for ((i = 0; i < N; i++)); do

@@ -186,23 +186,22 @@ final class BlueZLabTests: XCTestCase {
         btmgmt(1, "advinfo")
     }
 
-    /// Kills bluetoothd and starts it again the way Hardware/bt-lab/guest-setup.sh does
-    /// (pid file in /run/bt-lab, log appended to the results directory); true when the new
+    /// Kills bluetoothd and starts it again with Hardware/bt-lab/start-bluetoothd.sh, as the
+    /// lab's setup does (lab configuration, pid in /run/bt-lab, log appended to the results
+    /// directory); true when the new
     /// one owns org.bluez with both adapters again.
     func restartBluetoothd() -> Bool {
         let pidFile = "/run/bt-lab/bluetoothd.pid"
         let log = (env["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
         let script = """
             pid=$(cat \(pidFile)); kill "$pid"; for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            B=/usr/libexec/bluetooth/bluetoothd; [ -x $B ] || B=$(command -v bluetoothd)
             echo "--- restarted by BlueZLabTests" >> \(log)
-            setsid -f "$B" -n >>\(log) 2>&1 </dev/null
-            for _ in $(seq 50); do p=$(pidof bluetoothd) && break; sleep 0.1; done; echo "$p" > \(pidFile)
+            bash \(labScript("start-bluetoothd.sh")) \(log)
             """
         // system() rather than Process: Foundation's waitUntilExit did not return here once
         // the daemonised bluetoothd was running (seen in the lab).
         say("restarting bluetoothd")
-        let status = system("timeout 20 /bin/sh -c '\(script.replacingOccurrences(of: "'", with: "'\\''"))' </dev/null >/dev/null 2>&1")
+        let status = system("timeout 60 /bin/sh -c '\(script.replacingOccurrences(of: "'", with: "'\\''"))' </dev/null >/dev/null 2>&1")
         say("bluetoothd restarted: status \(status)")
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {

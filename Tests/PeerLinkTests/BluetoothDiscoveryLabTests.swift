@@ -48,18 +48,21 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
 
     /// bluetoothd restarts while A advertises and B browses (both through the same daemon, as
     /// everything in the VM): B reports A lost and then found again, and can invite it. Runs
-    /// after test7 on the same pair (two more BR/EDR connections: resolve + invite).
+    /// after test7 on the same pair (two more BR/EDR connections: resolve + invite). Over
+    /// RFCOMM: with L2CAP, closing a socket whose ACL the restart had torn down hit a kernel
+    /// BUG in the lab's kernel (list_del corruption in hci_chan_del from l2cap_sock_release,
+    /// Debian 6.1.0-56), which killed the test process (Hardware/bt-lab/README.md, Quirks).
     func test8BluetoothdRestartWhileAdvertisingAndBrowsing() async throws {
         let rx = try controller(7), tx = try controller(6)
         let service = try ServiceType("bt-restart")
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [L2CAPTransport(adapterAddress: rx)], handshakeTimeout: 20)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: rx)], handshakeTimeout: 20)
         let sa = Session(node: a)
         let adv = Advertiser(node: a, service: service, discoveries: [BlueZDiscovery(node: a, adapter: "hci7")])
         let accepter = Task { for await inv in adv.invitations { inv.accept(into: sa) } }
         let noticesA = Task { for await n in adv.notices { labLog("A notice: \(n)") } }
         defer { accepter.cancel(); noticesA.cancel() }
         try await adv.start()
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [L2CAPTransport(adapterAddress: tx)], handshakeTimeout: 20)
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: tx)], handshakeTimeout: 20)
         let sb = Session(node: b)
         let browser = Browser(node: b, service: service, discoveries: [BlueZDiscovery(node: b, adapter: "hci6")])
         let events = BrowserLog()
@@ -180,8 +183,8 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         return nil
     }
 
-    /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one (logging to
-    /// the lab's bluetoothd.log, pid where the lab's teardown looks) and waits for all adapters.
+    /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one the lab's way
+    /// (Hardware/bt-lab/start-bluetoothd.sh) and waits for all adapters.
     func restartBluetoothd() throws {
         let run = "/run/bt-lab"
         guard let pidText = try? String(contentsOfFile: run + "/bluetoothd.pid", encoding: .utf8),
@@ -195,19 +198,11 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
             if !gone { Thread.sleep(forTimeInterval: 0.1) }
         }
         XCTAssertTrue(gone, "bluetoothd left the bus within 10 s")
-        let daemon = ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        p.arguments = [try XCTUnwrap(daemon, "bluetoothd not installed"), "-n"]
         let logPath = (env["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
-        if let log = FileHandle(forWritingAtPath: logPath) {
-            log.seekToEndOfFile()
-            p.standardOutput = log
-            p.standardError = log
-        }
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        try "\(p.processIdentifier)\n".write(toFile: run + "/bluetoothd.pid", atomically: true, encoding: .utf8)
+        // system() rather than Process: Foundation's waitUntilExit did not return once the
+        // daemonised bluetoothd was running (seen in the lab).
+        let status = system("timeout 60 bash \(labScript("start-bluetoothd.sh")) \(logPath) </dev/null >/dev/null 2>>\(logPath)")
+        XCTAssertEqual(status, 0, "Hardware/bt-lab/start-bluetoothd.sh started bluetoothd")
         let count = Int(env["PEERLINK_LAB_CONTROLLERS"] ?? "") ?? 8
         var back = false
         for _ in 0..<60 where !back {

@@ -190,13 +190,15 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 let reg = lock.withLock { registration }
                 // After any pause, register afresh: a powered-off controller drops its
                 // advertising instances and bluetoothd (5.66) neither restores them on power on
-                // nor calls Release, so its registration would be an empty one.
+                // nor calls Release. Its registration is then an empty one, and registering
+                // again only answers AlreadyExists: so unregister first, on the adapter we had
+                // and on this one, whatever `registration` says.
                 if reg == nil || reg?.adapter != path || lastProblem != nil {
-                    if let old = reg {
-                        _ = try? s.call(BlueZObjects.service, old.adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+                    for adapter in Set([reg?.adapter, path].compactMap { $0 }) {
+                        _ = try? s.call(BlueZObjects.service, adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
                                         [.objectPath(objectPath)], timeoutMillis: 3000)
-                        lock.withLock { registration = nil }
                     }
+                    lock.withLock { registration = nil }
                     try register(s, adapterPath: path, owner: owner)
                     notices("LE advertisement registered again on \(path)")
                 }
@@ -205,7 +207,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 let text = "LE advertising paused: \(error)"
                 // bluetoothd drops the advertisement when the adapter is powered off (the
                 // kernel instance is removed), when the adapter goes, and when it exits: in
-                // every case register again once things are back (AlreadyExists counts as done).
+                // every case register again once things are back (above).
                 if (error as? BlueZError).map({ if case .busUnavailable = $0 { return false } else { return true } }) ?? true {
                     lock.withLock { registration = nil }
                 }

@@ -139,10 +139,13 @@ enum BluetoothSocket {
         case ENODEV:
             return .system(operation: "\(operation): no such Bluetooth adapter (`btmgmt info` lists them)", errno: e)
         case ECONNREFUSED:
-            return .system(operation: "\(operation): nothing listens there (wrong channel/PSM, or the peer stopped listening)", errno: e)
+            return .system(operation: "\(operation): nothing listens there (wrong channel/PSM, or the peer stopped listening), "
+                            + "or the peer refused to pair", errno: e)
         case EACCES, EPERM:
-            return .system(operation: "\(operation): permission denied — pairing/authentication was rejected by one side, "
-                            + "or binding a reserved PSM/channel needs CAP_NET_BIND_SERVICE", errno: e)
+            return .system(operation: "\(operation): permission denied — pairing was rejected by one side. If the two devices "
+                            + "paired before and one of them forgot it, remove the device on the other (`bluetoothctl remove ADDRESS`) "
+                            + "or let bluetoothd re-pair (JustWorksRepairing = always in /etc/bluetooth/main.conf). "
+                            + "Binding a reserved PSM/channel also needs CAP_NET_BIND_SERVICE", errno: e)
         case EBUSY:
             return .system(operation: "\(operation): this device already has a connection to that remote channel "
                             + "(RFCOMM allows one per device pair and channel)", errno: e)

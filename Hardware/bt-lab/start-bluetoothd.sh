@@ -1,0 +1,73 @@
+#!/bin/bash
+# Runs INSIDE the lab VM: starts bluetoothd the lab's way and waits until it is usable.
+# guest-setup.sh starts the lab's bluetoothd with it, and tests that restart bluetoothd use
+# it again, so that every bluetoothd of a boot looks the same to the tests.
+#
+#   start-bluetoothd.sh LOG_FILE
+#
+# It
+# - runs bluetoothd with the lab's main.conf, log appended to LOG_FILE, pid in
+#   /run/bt-lab/bluetoothd.pid;
+# - waits (up to 30 s) until every controller in /sys/class/bluetooth is on D-Bus;
+# - turns 'connectable' and 'bondable' on again on every controller: bluetoothd turns
+#   connectable off when it takes an adapter over, and raw-socket peers need it (a restart
+#   that left the other pairs unconnectable made a later test's connects page-time out).
+#
+# The configuration differs from BlueZ's defaults in one setting: JustWorksRepairing =
+# always. The emulated controllers do not bond symmetrically (one side's link key comes
+# with "store hint: no"), so every new BR/EDR link between two controllers pairs again with
+# Just Works. Once one side has stored a key, BlueZ's default ("never") answers that
+# re-pairing with a negative user confirmation, and the connection fails with EACCES or
+# ECONNREFUSED: seen as the 4th-6th link between one pair in a boot, and after a bluetoothd
+# restart (README.md, Quirks).
+#
+# Exit status 0 when ready; 1 with the reason on stderr.
+set -uo pipefail
+LOG=${1:?usage: start-bluetoothd.sh LOG_FILE}
+RUN=/run/bt-lab
+mkdir -p "$RUN"
+die() { echo "start-bluetoothd: $*" >&2; exit 1; }
+
+cat > "$RUN/main.conf" <<'CONF'
+[General]
+JustWorksRepairing = always
+CONF
+B=/usr/libexec/bluetooth/bluetoothd
+[[ -x $B ]] || B=$(command -v bluetoothd) || die "bluetoothd not installed"
+# shellcheck disable=SC2086  # BT_LAB_BLUETOOTHD_ARGS is a list of options
+setsid -f "$B" -n -f "$RUN/main.conf" ${BT_LAB_BLUETOOTHD_ARGS:-} >>"$LOG" 2>&1 </dev/null
+for _ in $(seq 50); do
+    pid=$(pidof bluetoothd) && break
+    sleep 0.1
+done
+[[ -n ${pid:-} ]] || die "bluetoothd did not start (see $LOG)"
+echo "$pid" > "$RUN/bluetoothd.pid"
+
+mapfile -t controllers < <(ls /sys/class/bluetooth 2>/dev/null | grep -E '^hci[0-9]+$' | sort -V)
+adapters_on_dbus() {
+    local out c
+    out=$(timeout 5 dbus-send --system --print-reply --dest=org.bluez / \
+        org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null) || return 1
+    for c in "${controllers[@]}"; do
+        grep -q "object path \"/org/bluez/$c\"" <<<"$out" || return 1
+    done
+}
+ok=0
+for _ in $(seq 60); do    # up to ~30 s
+    kill -0 "$pid" 2>/dev/null || die "bluetoothd exited (see $LOG)"
+    if adapters_on_dbus; then ok=1; break; fi
+    sleep 0.5
+done
+((ok)) || die "controllers ${controllers[*]} not all on D-Bus (org.bluez) after 30 s"
+
+# btmgmt quits without doing anything when its stdin is at EOF: give it a pipe that stays open.
+exec 9< <(exec sleep 1000 2>/dev/null)
+holder=$!
+trap 'kill $holder 2>/dev/null' EXIT
+for c in "${controllers[@]}"; do
+    for setting in connectable bondable; do
+        out=$(timeout -k 2 10 btmgmt --index "${c#hci}" "$setting" on 2>&1 <&9) ||
+            die "btmgmt --index ${c#hci} $setting on: rc=$? ${out//$'\n'/ }"
+    done
+done
+exit 0
