@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The transport-selection harness in the IP lab: each scenario runs between two PeerLink nodes
 # in two network namespaces over kernel TCP (`peerlink-harness run --backend iplab`), one at a
-# time. Needs root. Bluetooth links are emulated by IP paths and one-way delay is not
-# emulated (see docs/HARNESS.md, "IP-lab backend").
+# time. Needs root. Bluetooth links are emulated by IP paths, and a link's one-way delay is
+# added by a userspace relay (see docs/HARNESS.md, "IP-lab backend").
 #
 #   scripts/harness-iplab.sh [PEERLINK_HARNESS_BINARY]
 #   SCENARIOS="wifi-only bt-dies-stay-wifi" REPEAT=3 OUT=results/harness-iplab scripts/harness-iplab.sh

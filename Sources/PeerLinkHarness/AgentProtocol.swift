@@ -28,6 +28,10 @@ public enum AgentProtocol {
         case finish
     }
 
+    /// Where the listener's delaying relay for a link listens, given the nodes' port: the
+    /// dialler reaches a link with `delay > 0` there (DelayRelay), others at `port` itself.
+    public static func relayPort(for port: UInt16) -> UInt16 { port &+ 100 }
+
     /// An endpoint that comes in range at `at` ms.
     public struct LaterEndpoint: Sendable, Codable, Equatable {
         public var at: Int

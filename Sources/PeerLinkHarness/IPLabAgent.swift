@@ -17,6 +17,7 @@ public final class IPLabAgent: @unchecked Sendable {
     private var advertiser: Advertiser?
     private var tasks: [Task<Void, Never>] = []
     private var receiver: Receiver?
+    private var relays: [DelayRelay] = []
     private var dialerResult: Task<AgentProtocol.Result, Never>?
     private let inbox = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-iplab-\(UUID().uuidString)").path
 
@@ -60,6 +61,12 @@ public final class IPLabAgent: @unchecked Sendable {
         // Before the advertiser, which would otherwise start the node on a random port.
         try await node.start(port: port)
         if role == .listener {
+            // netem's stand-in: a link with a delay is reached through a delaying relay.
+            for l in links {
+                guard let spec = scenario.links.first(where: { $0.name == l.name }), spec.delay > 0 else { continue }
+                relays.append(try DelayRelay(host: l.local, listenPort: AgentProtocol.relayPort(for: port), targetPort: port,
+                                             delayMilliseconds: spec.delay))
+            }
             let advertiser = Advertiser(node: node, service: try ServiceType("harness"), discovery: MemoryDiscovery())
             try await advertiser.start()
             self.advertiser = advertiser
@@ -74,23 +81,12 @@ public final class IPLabAgent: @unchecked Sendable {
         if role == .listener {
             let receiver = Receiver(streams: scenario.traffic.filter { $0.kind == .messages }.count, clock: clock)
             self.receiver = receiver
-            let inbox = self.inbox
-            tasks.append(Task {
-                for await e in session.events {
-                    switch e {
-                    case let .message(_, bytes, .reliable): receiver.message(bytes)
-                    case let .resourceOffered(offer): try? await session.accept(offer, into: inbox)
-                    case let .resourceFinished(p, path, error) where p.direction == .receiving:
-                        receiver.resource(size: Int(p.total), verified: path != nil && error == nil, resumedFrom: p.resumedFrom, error: error)
-                    default: break
-                    }
-                }
-            })
+            tasks.append(RunParts.receive(session, into: receiver, inbox: inbox))
             return
         }
         guard let peer else { throw AgentError("the dialler needs the listener's peer ID") }
         let names = links
-        func linkName(_ remote: String) -> String? {
+        @Sendable func linkName(_ remote: String) -> String? {
             let host = remote.range(of: "://").map { remote[$0.upperBound...] } ?? remote[...]
             return names.first { host.hasPrefix($0.subnetPrefix) }?.name
         }
@@ -110,20 +106,7 @@ public final class IPLabAgent: @unchecked Sendable {
         try await node.invite(PeerInfo(peerID: peer, displayName: "receiver", info: [:], endpoints: endpoints), to: session, timeout: 10)
         send(.mark(.init(at: clock.now, kind: "start", text: "invited over \(endpoints.map(\.description).joined(separator: ", "))")))
 
-        let sampling = Task { () -> ([RunRecord.Span], [RunRecord.Span]) in
-            var up = SpanBuilder(), carriers = SpanBuilder()
-            while !Task.isCancelled, clock.now < scenario.duration {
-                let t = clock.now
-                let snapshot = await session.links().first?.links ?? []
-                up.sample(Set(snapshot.compactMap { s in linkName(s.remote).map { SpanBuilder.Pair(link: $0, role: nil) } }), at: t)
-                carriers.sample(Set(snapshot.flatMap { s in
-                    (linkName(s.remote).map { n in s.carries.filter { $0 != LinkRole.control.rawValue }.map { SpanBuilder.Pair(link: n, role: $0) } }) ?? []
-                }), at: t)
-                try? await Task.sleep(nanoseconds: 25_000_000)
-            }
-            let end = clock.now
-            return (up.close(at: end), carriers.close(at: end))
-        }
+        let sampling = RunParts.sampleCarriers(session, clock: clock, duration: scenario.duration, intervalMs: 25) { linkName($0.remote) }
         let appearing = Task {
             var current = endpoints
             for l in later.sorted(by: { $0.at < $1.at }) {
@@ -133,54 +116,18 @@ public final class IPLabAgent: @unchecked Sendable {
                 self.send(.mark(.init(at: clock.now, kind: "event", text: "\(l.link) appears")))
             }
         }
-        let senders = traffic(scenario, session: session, peer: peer, clock: clock)
+        let traffic = try RunParts.send(scenario, over: session, to: peer, clock: clock, dir: inbox + "/out") { text in
+            self.send(.mark(.init(at: clock.now, kind: "error", text: text)))
+        }
         dialerResult = Task {
             var result = AgentProtocol.Result()
-            for s in senders { if let r = await s.value { result.sent.append(r) } }
+            for s in traffic.tasks { await s.value }
+            result.sent = traffic.sentStreams()
             await clock.sleep(until: scenario.duration)
             appearing.cancel()
             (result.upSpans, result.carrierSpans) = await sampling.value
             return result
         }
-    }
-
-    /// The sending tasks: one per `[[traffic]]`, message streams return what they sent.
-    private func traffic(_ scenario: Scenario, session: Session, peer: PeerID, clock: RunClock) -> [Task<RunRecord.MessageStream?, Never>] {
-        var senders: [Task<RunRecord.MessageStream?, Never>] = []
-        var streamIndex: UInt32 = 0, resources = 0
-        try? FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
-        for t in scenario.traffic {
-            switch t.kind {
-            case .messages:
-                let index = streamIndex
-                streamIndex += 1
-                senders.append(Task {
-                    await clock.sleep(until: t.start)
-                    var failed = 0
-                    let spacing = t.rate > 0 ? 1000.0 / Double(t.rate) : 0
-                    for seq in 0..<t.count {
-                        if spacing > 0 { await clock.sleep(until: t.start + Int(Double(seq) * spacing)) }
-                        do { try await session.send(Receiver.payload(stream: index, seq: UInt32(seq), size: t.size), to: [peer]) } catch { failed += 1 }
-                    }
-                    return RunRecord.MessageStream(sent: t.count - failed, failedSends: failed, arrivals: [], arrivalTimes: [])
-                })
-            case .resource:
-                resources += 1
-                let path = inbox + "/resource-\(resources).bin"
-                var bytes = [UInt8](repeating: 0, count: t.size)
-                var x: UInt32 = 2463534242
-                for i in bytes.indices { x ^= x << 13; x ^= x >> 17; x ^= x << 5; bytes[i] = UInt8(truncatingIfNeeded: x) }
-                _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
-                senders.append(Task {
-                    await clock.sleep(until: t.start)
-                    do { try await session.sendResource(at: path, to: peer) } catch {
-                        self.send(.mark(.init(at: clock.now, kind: "error", text: "resource: \(error)")))
-                    }
-                    return nil
-                })
-            }
-        }
-        return senders
     }
 
     private func finish() async {
@@ -196,6 +143,7 @@ public final class IPLabAgent: @unchecked Sendable {
         for t in tasks { t.cancel() }
         await advertiser?.stop()
         await node?.stop()
+        for r in relays { r.close() }
     }
 
     /// Lines of stdin, read on a thread of their own.

@@ -8,8 +8,9 @@ import Glibc
 /// pair per `[[link]]`, `ip link set down` for `off`, nftables ingress drops for `cut` and
 /// `loss`, `tc tbf` for bandwidth. Each node is an agent process (`peerlink-harness agent`)
 /// under `ip netns exec`; this process (the coordinator) applies the events and assembles the
-/// record. Needs root. Bluetooth links are IP paths whose connections report RFCOMM; one-way
-/// delay is not emulated (no netem in this kernel) — both are noted in every record.
+/// record. Needs root. Bluetooth links are IP paths whose connections report RFCOMM (noted in
+/// every record); a link's one-way delay is added by a userspace relay in the listener's
+/// namespace (DelayRelay), since this kernel has no netem.
 public struct IPLabBackend: ScenarioBackend {
     public let name = "iplab"
     /// The `peerlink-harness` executable the agents run.
@@ -53,7 +54,9 @@ public struct IPLabBackend: ScenarioBackend {
         _ = try await dialer.ready(within: 20)
 
         func endpoint(_ l: IPLabTopology.Link) -> TransportEndpoint {
-            TransportEndpoint(medium: l.kind == .bluetooth ? .rfcomm : .tcp, host: l.addressB, port: port)
+            let delayed = (scenario.links.first { $0.name == l.name }?.delay ?? 0) > 0
+            return TransportEndpoint(medium: l.kind == .bluetooth ? .rfcomm : .tcp, host: l.addressB,
+                                     port: delayed ? AgentProtocol.relayPort(for: port) : port)
         }
         let initial = zip(scenario.links, topo.links).filter { $0.0.upAt == 0 }.map { endpoint($0.1) }
         let later = zip(scenario.links, topo.links).filter { $0.0.upAt > 0 }.map { AgentProtocol.LaterEndpoint(at: $0.0.upAt, link: $0.1.name, endpoint: endpoint($0.1)) }
@@ -103,8 +106,9 @@ public struct IPLabBackend: ScenarioBackend {
         }
         let delayed = scenario.links.filter { $0.delay > 0 }
         if !delayed.isEmpty {
-            n.append(.init(at: 0, kind: "note", text: "delay NOT emulated (no netem in this kernel): " +
-                           delayed.map { "\($0.name) \($0.delay) ms" }.joined(separator: ", ") + " ran with the veth's sub-millisecond delay"))
+            n.append(.init(at: 0, kind: "note", text: "delay added by a userspace relay in the receiver's namespace (no netem here): " +
+                           delayed.map { "\($0.name) \($0.delay) ms" }.joined(separator: ", ") +
+                           " each way on PeerLink's bytes; TCP's own ACKs between sender and relay are not delayed"))
         }
         return n
     }

@@ -73,17 +73,7 @@ struct InProcessRun {
         let receiver = Receiver(streams: scenario.traffic.filter { $0.kind == .messages }.count, clock: clock)
         let inbox = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-harness-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: inbox) }
-        let receiving = Task {
-            for await e in sb.events {
-                switch e {
-                case let .message(_, bytes, .reliable): receiver.message(bytes)
-                case let .resourceOffered(offer): try? await sb.accept(offer, into: inbox)
-                case let .resourceFinished(p, path, error) where p.direction == .receiving:
-                    receiver.resource(size: Int(p.total), verified: path != nil && error == nil, resumedFrom: p.resumedFrom, error: error)
-                default: break
-                }
-            }
-        }
+        let receiving = RunParts.receive(sb, into: receiver, inbox: inbox)
         // The sender's own events: carrier changes with reasons.
         let watching = Task {
             for await e in sa.events {
@@ -100,22 +90,9 @@ struct InProcessRun {
         log.add(clock.now, "start", "invited over \(initial.map(\.name).joined(separator: ", "))")
 
         // Carrier sampling.
-        let interval = sampleInterval
-        let sampling = Task { () -> ([RunRecord.Span], [RunRecord.Span]) in
-            var up = SpanBuilder(), carriers = SpanBuilder()
-            while !Task.isCancelled, clock.now < scenario.duration {
-                let t = clock.now
-                let snapshot = await sa.links().first?.links ?? []
-                up.sample(Set(snapshot.compactMap { s in network.link(of: s, in: scenario.links).map { SpanBuilder.Pair(link: $0, role: nil) } }), at: t)
-                carriers.sample(Set(snapshot.flatMap { s in
-                    (network.link(of: s, in: scenario.links).map { n in
-                        s.carries.filter { $0 != LinkRole.control.rawValue }.map { SpanBuilder.Pair(link: n, role: $0) }
-                    }) ?? []
-                }), at: t)
-                try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
-            }
-            let end = clock.now
-            return (up.close(at: end), carriers.close(at: end))
+        let links = scenario.links
+        let sampling = RunParts.sampleCarriers(sa, clock: clock, duration: scenario.duration, intervalMs: sampleInterval) { s in
+            network.link(of: s, in: links)
         }
 
         // The timeline of events.
@@ -148,44 +125,9 @@ struct InProcessRun {
 
         // Traffic.
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-harness-src-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var senders: [Task<Void, Never>] = []
-        let tally = SendTally(streams: scenario.traffic.filter { $0.kind == .messages }.count)
-        var resourceSizes: [Int] = []
-        var streamIndex = 0
-        for t in scenario.traffic {
-            switch t.kind {
-            case .messages:
-                let index = UInt32(streamIndex)
-                streamIndex += 1
-                senders.append(Task {
-                    await clock.sleep(until: t.start)
-                    let spacing = t.rate > 0 ? 1000.0 / Double(t.rate) : 0
-                    for seq in 0..<t.count {
-                        if Task.isCancelled { return }
-                        if spacing > 0 { await clock.sleep(until: t.start + Int(Double(seq) * spacing)) }
-                        do {
-                            try await sa.send(Receiver.payload(stream: index, seq: UInt32(seq), size: t.size), to: [b.peerID])
-                            tally.sent(Int(index))
-                        } catch {
-                            tally.failed(Int(index))
-                        }
-                    }
-                })
-            case .resource:
-                resourceSizes.append(t.size)
-                let path = dir + "/resource-\(resourceSizes.count).bin"
-                var bytes = [UInt8](repeating: 0, count: t.size)
-                var x: UInt32 = 2463534242
-                for i in bytes.indices { x ^= x << 13; x ^= x >> 17; x ^= x << 5; bytes[i] = UInt8(truncatingIfNeeded: x) }
-                FileManager.default.createFile(atPath: path, contents: Data(bytes))
-                senders.append(Task {
-                    await clock.sleep(until: t.start)
-                    do { try await sa.sendResource(at: path, to: b.peerID) } catch { log.add(clock.now, "error", "resource: \(error)") }
-                })
-            }
-        }
+        let traffic = try RunParts.send(scenario, over: sa, to: b.peerID, clock: clock, dir: dir) { log.add(clock.now, "error", $0) }
+        let senders = traffic.tasks
         // Traffic still being sent at the scenario's end (a stalled link) is cut short there and
         // shows as missing; the run never waits past its duration plus a few seconds.
         let finished = Task { for s in senders { await s.value } }
@@ -213,9 +155,9 @@ struct InProcessRun {
 
         var streams = receiver.streams()
         for i in streams.indices {
-            (streams[i].sent, streams[i].failedSends) = tally.counts(i)
+            (streams[i].sent, streams[i].failedSends) = traffic.tally.counts(i)
         }
-        let resources = receiver.resources(expected: resourceSizes)
+        let resources = receiver.resources(expected: traffic.resourceSizes)
         return RunRecord(scenario: scenario.name, backend: backend, duration: scenario.duration, links: scenario.links.map(\.name),
                          upSpans: upSpans, carrierSpans: carrierSpans, events: log.all, streams: streams, resources: resources)
     }
@@ -262,6 +204,7 @@ final class SendTally: @unchecked Sendable {
     private let lock = NSLock()
     private var counts: [(sent: Int, failed: Int)]
     init(streams: Int) { counts = Array(repeating: (0, 0), count: streams) }
+    var streamCount: Int { lock.withLock { counts.count } }
     func sent(_ i: Int) { lock.withLock { counts[i].sent += 1 } }
     func failed(_ i: Int) { lock.withLock { counts[i].failed += 1 } }
     func counts(_ i: Int) -> (Int, Int) { lock.withLock { i < counts.count ? (counts[i].sent, counts[i].failed) : (0, 0) } }
