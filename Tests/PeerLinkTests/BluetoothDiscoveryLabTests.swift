@@ -183,6 +183,16 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         return nil
     }
 
+    /// The service UUIDs bluetoothd lists for a remote device (`Device1.UUIDs`, filled from its
+    /// SDP records and adverts), or [] when it has no such device.
+    func deviceUUIDs(adapter: String, address: String) -> [String] {
+        guard let bus = try? DBusConnection(address: nil),
+              let objects = try? BlueZObjects.managedObjects(bus) else { return [] }
+        let path = "/org/bluez/\(adapter)/dev_" + address.uppercased().replacingOccurrences(of: ":", with: "_")
+        guard let value = objects[path]?["org.bluez.Device1"]?["UUIDs"], case let .array(items) = value.unwrapped else { return [] }
+        return items.compactMap(\.string)
+    }
+
     /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one the lab's way
     /// (Hardware/bt-lab/start-bluetoothd.sh) and waits for all adapters.
     func restartBluetoothd() throws {
@@ -294,6 +304,17 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let got = try Data(contentsOf: URL(fileURLWithPath: dir + "/in/blob.bin"))
         XCTAssertEqual(Array(SHA256.hash(data: got)), Array(SHA256.hash(data: content)))
         lap("128 KiB file")
+
+        // A's SDP record (ProfileManager1): B's bluetoothd browsed A's SDP records when the
+        // two first connected, and lists the service UUID among A's UUIDs.
+        let uuid = BluetoothServiceUUID.string(for: service)
+        var remote: [String] = []
+        for _ in 0..<40 where !remote.contains(uuid) {
+            remote = deviceUUIDs(adapter: "hci\(browserIndex)", address: rx)
+            if !remote.contains(uuid) { try await Task.sleep(nanoseconds: 500_000_000) }
+        }
+        XCTAssertTrue(remote.contains(uuid), "B's bluetoothd found A's SDP record for \(uuid); A's UUIDs: \(remote)")
+        lap("A's SDP record seen by B")
 
         if powerCycle {
             let offAt = Date()

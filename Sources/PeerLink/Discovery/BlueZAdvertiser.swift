@@ -8,7 +8,13 @@ import PeerLinkWire
 /// service UUID, nothing else, so that Flags + data fit the 31-byte legacy PDU) and registers
 /// it on one adapter.
 ///
-/// A watcher thread keeps it registered: bluetoothd leaving and returning to the bus, the
+/// With a `serviceRecord` (BluetoothServiceRecord's XML) it also registers an SDP record for
+/// BR/EDR through `org.bluez.ProfileManager1.RegisterProfile`: a server-role profile with
+/// that record and no channel or PSM of its own, so bluetoothd publishes the record on every
+/// adapter but does not listen (the node's own sockets do). A record bluetoothd refuses is a
+/// notice, not an error: the LE advertisement is what browsers look for first.
+///
+/// A watcher thread keeps both registered: bluetoothd leaving and returning to the bus, the
 /// adapter disappearing or being powered off and on, and bluetoothd calling `Release` are
 /// reported as notices, and the advertisement is registered again once possible.
 public final class BlueZAdvertiser: @unchecked Sendable {
@@ -16,10 +22,17 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     public let advert: BluetoothAdvert
     /// The adapter name (`hci1`), or nil for the first powered one.
     public let adapter: String?
+    /// The SDP record's XML, or nil for none.
+    public let serviceRecord: String?
     private let busAddress: String?
     private let notices: @Sendable (String) -> Void
     private let pollInterval: Double = 0.5
     private let objectPath: String
+    private let profilePath: String
+    /// The bluetoothd (unique bus name) the SDP profile is registered with, if any.
+    private var profileOwner: String?
+    /// The bluetoothd that refused the record: not asked again (one notice per daemon).
+    private var profileRefusedBy: String?
 
     private let lock = NSLock()
     private var stopped = false
@@ -38,14 +51,17 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         func next() -> Int { lock.withLock { n += 1; return n } }
     }
 
-    public init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, busAddress: String? = nil,
-                notices: @escaping @Sendable (String) -> Void) {
+    public init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, serviceRecord: String? = nil,
+                busAddress: String? = nil, notices: @escaping @Sendable (String) -> Void) {
         self.service = service
         self.advert = advert
         self.adapter = adapter
+        self.serviceRecord = serviceRecord
         self.busAddress = busAddress
         self.notices = notices
-        objectPath = "/org/peerlink/advertisement/p\(getpid())_\(Self.counter.next())"
+        let n = Self.counter.next()
+        objectPath = "/org/peerlink/advertisement/p\(getpid())_\(n)"
+        profilePath = "/org/peerlink/profile/p\(getpid())_\(n)"
     }
 
     deinit { stop() }
@@ -78,10 +94,12 @@ public final class BlueZAdvertiser: @unchecked Sendable {
             s = try DBusObjectServer(address: busAddress)
         } catch let f as DBusFailure { throw BlueZError(f) }
         s.export(objectPath, exportedObject())
+        if serviceRecord != nil { s.export(profilePath, profileObject()) }
         lock.withLock { query = q; server = s }
         do {
             let (path, owner) = try usableAdapter(q)
             try register(s, adapterPath: path, owner: owner)
+            registerProfile(s, owner: owner)
         } catch {
             s.stop()
             lock.withLock { query = nil; server = nil }
@@ -109,7 +127,12 @@ public final class BlueZAdvertiser: @unchecked Sendable {
             _ = try? s.call(BlueZObjects.service, reg.adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
                             [.objectPath(objectPath)], timeoutMillis: 3000)
         }
+        if lock.withLock({ profileOwner }) != nil {
+            _ = try? s.call(BlueZObjects.service, "/org/bluez", "org.bluez.ProfileManager1", "UnregisterProfile",
+                            [.objectPath(profilePath)], timeoutMillis: 3000)
+        }
         s.unexport(objectPath)
+        if serviceRecord != nil { s.unexport(profilePath) }
         s.stop()
     }
 
@@ -122,6 +145,49 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 self?.released()
                 return .success([])
             }])
+    }
+
+    /// The `org.bluez.Profile1` object of the SDP record. bluetoothd listens on nothing for it,
+    /// so it never hands a connection over; one that came anyway is refused.
+    private func profileObject() -> DBusExportedObject {
+        DBusExportedObject(
+            properties: [:],
+            methods: [
+                "org.bluez.Profile1.Release": { [weak self] _ in
+                    self?.lock.withLock { self?.profileOwner = nil }
+                    return .success([])
+                },
+                "org.bluez.Profile1.NewConnection": { _ in
+                    .failure(.call(name: "org.bluez.Error.Rejected", message: "PeerLink accepts connections on its own sockets"))
+                },
+                "org.bluez.Profile1.RequestDisconnection": { _ in .success([]) },
+            ])
+    }
+
+    /// Registers the SDP record with the bluetoothd that is `owner`, unless done already.
+    private func registerProfile(_ s: DBusObjectServer, owner: String) {
+        guard let serviceRecord, lock.withLock({ profileOwner != owner && profileRefusedBy != owner }) else { return }
+        let options: [String: DBusValue] = [
+            "Name": .string("PeerLink \(service.name)"),
+            "Role": .string("server"),
+            "ServiceRecord": .string(serviceRecord),
+        ]
+        do {
+            _ = try s.call(BlueZObjects.service, "/org/bluez", "org.bluez.ProfileManager1", "RegisterProfile",
+                           [.objectPath(profilePath), .string(BluetoothServiceUUID.string(for: service)), .propertyDictionary(options)],
+                           timeoutMillis: 10000)
+            lock.withLock { profileOwner = owner }
+        } catch let f as DBusFailure {
+            if case let .call(name, _) = f, name == "org.bluez.Error.AlreadyExists" {
+                lock.withLock { profileOwner = owner }
+                return
+            }
+            lock.withLock { profileRefusedBy = owner }
+            notices("SDP record not registered (peers still find this node through its LE advertisement): \(f)")
+        } catch {
+            lock.withLock { profileRefusedBy = owner }
+            notices("SDP record not registered: \(error)")
+        }
     }
 
     private func released() {
@@ -187,6 +253,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                     notices("bluetoothd restarted (\(old) → \(owner)); registering the LE advertisement again")
                 }
                 lastOwner = owner
+                registerProfile(s, owner: owner)
                 let reg = lock.withLock { registration }
                 // After any pause, register afresh: a powered-off controller drops its
                 // advertising instances and bluetoothd (5.66) neither restores them on power on

@@ -3,7 +3,7 @@ import Foundation
 /// Discovery over Bluetooth through bluetoothd's D-Bus API, on behalf of one node.
 ///
 /// Publishing registers the node's LE advertisement (service data with its peer-ID prefix,
-/// RFCOMM channel and L2CAP PSM, PROTOCOL §14.2). Browsing reads other nodes' adverts and,
+/// RFCOMM channel and L2CAP PSM, PROTOCOL §14.2) and its SDP record for BR/EDR (§14.1). Browsing reads other nodes' adverts and,
 /// since an advert carries only 6 bytes of the peer ID, connects once to each new device with
 /// the node's identity to learn its full peer ID, display name and discovery info (§14.3)
 /// before reporting it as found. Missing bus, daemon or adapter are thrown as `BlueZError`;
@@ -40,7 +40,9 @@ public final class BlueZDiscovery: Discovery, @unchecked Sendable {
             throw TransportError.unsupported("the node listens on no Bluetooth transport (RFCOMM or L2CAP), so there is nothing to advertise over Bluetooth")
         }
         let advert = try BluetoothAdvert(peerID: advertisement.peerID, rfcommChannel: channel, l2capPSM: psm)
-        let advertiser = BlueZAdvertiser(service: service, advert: advert, adapter: adapter, busAddress: busAddress, notices: notices)
+        let record = BluetoothServiceRecord.xml(service: service, rfcommChannel: channel, l2capPSM: psm)
+        let advertiser = BlueZAdvertiser(service: service, advert: advert, adapter: adapter, serviceRecord: record,
+                                         busAddress: busAddress, notices: notices)
         try advertiser.start()
         return Handle { advertiser.stop() }
     }
