@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PeerLink's Bluetooth lab: boots Debian's stock kernel in a VM (virtme-ng + QEMU; TCG
+# PeerLink's Bluetooth lab: boots a stock Debian kernel (6.12+) in a VM (virtme-ng + QEMU; TCG
 # unless the CPU has vmx/svm) with linked virtual controllers (btvirt), bluetoothd on the
 # system D-Bus, and runs a command there. See Hardware/bt-lab/README.md.
 #

@@ -35,6 +35,26 @@ missing_apt() {
 
 kernel_present() { compgen -G '/boot/vmlinuz-*-amd64' >/dev/null; }
 
+# The lab kernel must be 6.12 or newer. Debian 12's own 6.1 (6.1.0-56) hits a kernel BUG
+# ("list_del corruption" in hci_chan_del / rfcomm_session_del) when an ACL goes away under
+# open L2CAP/RFCOMM channels (a remote powered off, bluetoothd restarted): the oops kills
+# krfcommd or the closing thread, and every later RFCOMM call in that boot hangs. 6.12 from
+# bookworm-backports does not (Hardware/bt-lab/README.md, Quirks).
+kernel_version_ok() {   # kernel_version_ok 6.12.95+deb12-amd64
+    local v=${1%%-*} major minor
+    v=${v%%+*}
+    major=${v%%.*}
+    minor=${v#*.}; minor=${minor%%.*}
+    [[ $major =~ ^[0-9]+$ && $minor =~ ^[0-9]+$ ]] && ((major > 6 || (major == 6 && minor >= 12)))
+}
+lab_kernel_present() {
+    local k
+    for k in /boot/vmlinuz-*-amd64; do
+        [[ -e $k ]] && kernel_version_ok "${k#/boot/vmlinuz-}" && return 0
+    done
+    return 1
+}
+
 vng_ok() {
     [[ -x "$VENV/bin/vng" ]] || return 1
     local v
@@ -52,6 +72,23 @@ if ((${#need[@]})) || ! kernel_present; then
     kernel_present || { log "no /boot/vmlinuz-*-amd64 after installing linux-image-amd64"; exit 1; }
 else
     log "apt packages present"
+fi
+
+if lab_kernel_present; then
+    log "lab kernel present: $(ls -1 /boot/vmlinuz-*-amd64 | sort -V | tail -1)"
+else
+    if ((check_only)); then log "no lab kernel (6.12 or newer) in /boot"; exit 1; fi
+    export DEBIAN_FRONTEND=noninteractive
+    if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        log "adding bookworm-backports (for a 6.12 kernel) to /etc/apt/sources.list.d/peerlink-bookworm-backports.sources"
+        printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" "Suites: bookworm-backports" "Components: main" \
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" |
+            $SUDO tee /etc/apt/sources.list.d/peerlink-bookworm-backports.sources >/dev/null
+    fi
+    log "installing the lab kernel: linux-image-amd64 from bookworm-backports"
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports linux-image-amd64
+    lab_kernel_present || { log "no 6.12+ kernel in /boot after installing linux-image-amd64 from bookworm-backports"; exit 1; }
 fi
 
 if vng_ok; then
