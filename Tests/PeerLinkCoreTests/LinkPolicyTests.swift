@@ -63,6 +63,26 @@ final class LinkPolicyTests: XCTestCase {
         XCTAssertTrue(p.choose([lossy]).reason[.reliable]?.contains("last resort") ?? false)
     }
 
+    /// Seen in the Bluetooth lab (flapping-under-load): after cuts both links had lost probes;
+    /// Bluetooth-first kept choosing a Bluetooth link that lost everything, and the session
+    /// bounced between it and Wi-Fi until the run ended. When every link loses too much, the
+    /// least lossy one carries, whatever the preference, and keeps carrying.
+    func testWhenAllLinksAreLossyTheLeastLossyCarries() {
+        let p = LinkPolicy(.bluetoothFirst)
+        var deadBT = bt; deadBT.loss = 1.0
+        var shakyWifi = wifi; shakyWifi.loss = 0.35
+        let c = p.choose([deadBT, shakyWifi], previous: p.choose([bt, wifi]))
+        for role in [LinkRole.reliable, .bulk, .unreliable] {
+            XCTAssertEqual(c.carrier[role], 2, "\(role)")
+        }
+        XCTAssertTrue(c.reason[.reliable]?.contains("least lossy") ?? false, "\(String(describing: c.reason[.reliable]))")
+        // Stays there while Bluetooth is still the lossier one.
+        var better = deadBT; better.loss = 0.5
+        XCTAssertEqual(p.choose([better, shakyWifi], previous: c).carrier[.reliable], 2)
+        // Bluetooth healthy again: Bluetooth first.
+        XCTAssertEqual(p.choose([bt, shakyWifi], previous: c).carrier[.reliable], 1)
+    }
+
     func testAvoidedMediumOnlyWhenNothingElseIsUp() {
         // A Pi on battery that would rather not keep Wi-Fi busy: even bulk stays on Bluetooth.
         var p = LinkPolicy(.bluetoothFirst)

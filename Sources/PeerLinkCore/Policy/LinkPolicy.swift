@@ -141,8 +141,11 @@ public struct LinkPolicy: Sendable, Equatable {
                 why += "; \(l.linkClass.rawValue) is avoided, used only when nothing else is up"
             }
             if demoted {
-                tier += 10
-                why += "; loss \(Int(l.loss * 100))% above \(Int(lossLimit * 100))%, last resort"
+                // Among links that all lose too much, the least lossy one carries, whatever
+                // the preference: a preferred link that loses everything is no fallback.
+                tier = 10 + (avoid.contains(l.linkClass) ? 5 : 0)
+                measure = l.loss
+                why += "; loss \(Int(l.loss * 100))% above \(Int(lossLimit * 100))%, last resort (the least lossy goes first)"
             }
             return Ranked(link: l, demoted: demoted, tier: tier, measure: measure, why: why)
         }
