@@ -53,6 +53,7 @@ for f in "${FILES[@]}"; do
         passed=$((passed + 1))
     else
         failed=$((failed + 1))
+        grep -E '^\[bt-lab\] (FAILED|timings)' "$LOG"
         echo "[harness-btlab] $name: FAILED (lab exit status $status; logs in $LAB)"
         ((status > worst)) && worst=$status
     fi
