@@ -9,9 +9,10 @@ import PeerLink
 /// `off` takes the interface down and drops its traffic (nftables), `cut` only drops it
 /// (silent), `loss` drops that share of its packets at random.
 ///
-/// Not emulated here, and said in each report: bandwidth and delay (the radio and the local
-/// TCP path run at their own speed), a silent cut of a radio (done as a power-off), and loss
-/// on a Bluetooth link (refused).
+/// The Wi-Fi link's bandwidth and delay come from a shaping relay (DelayRelay) in front of the
+/// receiver. Not emulated here, and said in each report: the Bluetooth link's bandwidth and
+/// delay (the radio runs at its own speed), a silent cut of a radio (done as a power-off), and
+/// loss on a Bluetooth link (refused).
 public struct BTLabBackend: ScenarioBackend {
     public let name = "btlab"
     /// The lab's controller addresses by index (`PEERLINK_LAB_HCI<n>`).
@@ -75,12 +76,17 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     let table = "peerlink_btlab"
     private let lock = NSLock()
     private var poweredOff = false
+    /// The Wi-Fi link's shape (nil: none) and the relay that applies it, made once the
+    /// receiver's port is known.
+    private let wifiShape: (delay: Int, bytesPerSecond: Int)?
+    private var relay: DelayRelay?
 
     init(_ scenario: Scenario, controllers: [Int: String], first: Int) throws {
         senderIndex = first
         receiverIndex = first + 1
         senderAddress = controllers[first] ?? ""
         receiverAddress = controllers[first + 1] ?? ""
+        wifiShape = scenario.links.first { $0.kind == .wifi && ($0.delay > 0 || $0.bandwidth > 0) }.map { ($0.delay, $0.bandwidth) }
         if scenario.links.contains(where: { $0.kind == .wifi }) {
             _ = try? Self.sh("ip", "link", "del", interface)
             _ = try? Self.sh("nft", "delete", "table", "inet", table)
@@ -105,7 +111,22 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     func endpoint(of link: Scenario.LinkSpec, ports: [Medium: UInt16]) -> TransportEndpoint {
         switch link.kind {
         case .bluetooth: return TransportEndpoint(medium: .rfcomm, host: receiverAddress, port: ports[.rfcomm] ?? 0)
-        case .wifi: return TransportEndpoint(medium: .tcp, host: receiverIP, port: ports[.tcp] ?? 0)
+        case .wifi:
+            let port = ports[.tcp] ?? 0
+            return TransportEndpoint(medium: .tcp, host: receiverIP, port: (try? shapedPort(for: port)) ?? port)
+        }
+    }
+
+    /// The port of the relay that shapes the Wi-Fi link in front of the receiver's `port`
+    /// (started on first use), or `port` itself when the link has no shape.
+    private func shapedPort(for port: UInt16) throws -> UInt16 {
+        guard let wifiShape else { return port }
+        return try lock.withLock {
+            if let relay { return relay.port }
+            let r = try DelayRelay(host: receiverIP, listenPort: 0, targetPort: port,
+                                   delayMilliseconds: wifiShape.delay, bytesPerSecond: wifiShape.bytesPerSecond)
+            relay = r
+            return r.port
         }
     }
 
@@ -141,8 +162,12 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
 
     func notes(_ scenario: Scenario) -> [String] {
         var out: [String] = []
-        if scenario.links.contains(where: { $0.bandwidth > 0 || $0.delay > 0 }) {
-            out.append("btlab: bandwidth and delay are not shaped; the virtual radio and the local TCP path run at their own speed")
+        if let bt = scenario.links.first(where: { $0.kind == .bluetooth && ($0.bandwidth > 0 || $0.delay > 0) }) {
+            out.append("btlab: the Bluetooth link '\(bt.name)' runs at the virtual radio's own speed (its bandwidth and delay are not shaped)")
+        }
+        if let wifi = scenario.links.first(where: { $0.kind == .wifi && ($0.bandwidth > 0 || $0.delay > 0) }) {
+            out.append("btlab: the Wi-Fi link '\(wifi.name)' is shaped by a userspace relay in front of the receiver"
+                       + " (\(wifi.bandwidth > 0 ? "\(wifi.bandwidth) B/s" : "no rate limit"), \(wifi.delay) ms each way, on PeerLink's bytes)")
         }
         if let bt = scenario.links.first(where: { $0.kind == .bluetooth }),
            scenario.events.contains(where: { $0.link == bt.name && $0.action == .cut }) {
@@ -166,6 +191,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         trace("tear down")
         defer { trace("torn down") }
         if lock.withLock({ poweredOff }) { try? power(true) }
+        lock.withLock { relay }?.close()
         _ = try? Self.sh("nft", "delete", "table", "inet", table)
         _ = try? Self.sh("ip", "link", "del", interface)
     }

@@ -3,10 +3,12 @@ import Foundation
 import Glibc
 #endif
 
-/// A TCP relay that adds a one-way delay to every byte, both ways: the IP lab's stand-in for
-/// netem, which this kernel lacks. It listens on `host:listenPort` and joins each connection to
-/// `host:targetPort`; the listener's agent runs one per delayed link, in its own namespace, so
-/// the link's veth still carries (and nftables still cuts) the traffic between the nodes.
+/// A TCP relay that shapes a link both ways: a one-way delay on every byte and, optionally, a
+/// rate — the labs' stand-in for netem, which these kernels lack. It listens on
+/// `host:listenPort` and joins each connection to `host:targetPort`. The IP lab's receiver
+/// agent runs one per delayed link in its own namespace, so the link's veth still carries
+/// (and nftables still cuts) the traffic between the nodes; the Bluetooth lab runs one for
+/// its Wi-Fi path.
 /// The delay applies to the payload; the kernel's own ACKs between dialler and relay are not
 /// delayed, so PeerLink's probes (which are payload) see RTT + 2 × delay.
 final class DelayRelay: @unchecked Sendable {
@@ -15,15 +17,17 @@ final class DelayRelay: @unchecked Sendable {
     private let listenFD: Int32
     private let targetPort: UInt16
     private let delay: Int
+    private let bytesPerSecond: Int
     private let lock = NSLock()
     private var closed = false
     private var connections: [Int32] = []
 
     /// Binds and starts accepting; `listenPort` 0 picks a free port (see `port`).
-    init(host: String, listenPort: UInt16, targetPort: UInt16, delayMilliseconds: Int) throws {
+    init(host: String, listenPort: UInt16, targetPort: UInt16, delayMilliseconds: Int, bytesPerSecond: Int = 0) throws {
         self.host = host
         self.targetPort = targetPort
         self.delay = delayMilliseconds
+        self.bytesPerSecond = bytesPerSecond
         var addr = try Self.address(host, listenPort)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw AgentError("relay: socket: \(String(cString: strerror(errno)))") }
@@ -89,11 +93,11 @@ final class DelayRelay: @unchecked Sendable {
         return fd
     }
 
-    /// Moves bytes one way, each `delay` ms after it arrived. EOF is passed on once everything
+    /// Moves bytes one way, each once the emulated link has sent it and `delay` ms later. EOF is passed on once everything
     /// before it has left; an error (reset) closes both ends, as a real path would.
     private func pump(from src: Int32, to dst: Int32, ends: Ends) {
-        var queue = DelayQueue(delay: delay)
-        var buffer = [UInt8](repeating: 0, count: 65536)
+        var queue = DelayQueue(delay: delay, bytesPerSecond: bytesPerSecond)
+        var buffer = [UInt8](repeating: 0, count: queue.readSize)
         var eof = false
         while true {
             let now = Self.nowMs()

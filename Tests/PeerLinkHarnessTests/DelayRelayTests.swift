@@ -41,6 +41,51 @@ final class DelayRelayTests: XCTestCase {
         XCTAssertEqual(out, (0..<1000).map { UInt8($0 % 256) })
     }
 
+    func testQueueSerialisesAtItsRate() {
+        // 10 kB/s: 1000 bytes take 100 ms on the wire, then 5 ms of delay.
+        var q = DelayQueue(delay: 5, bytesPerSecond: 10_000)
+        q.push([UInt8](repeating: 1, count: 1000), at: 0)
+        q.push([UInt8](repeating: 2, count: 1000), at: 0)      // waits for the first
+        q.push([UInt8](repeating: 3, count: 500), at: 1000)    // the link was idle by then
+        XCTAssertEqual(q.nextDue, 105)
+        XCTAssertEqual(q.pop(at: 104).count, 0)
+        XCTAssertEqual(q.pop(at: 105).count, 1000)
+        XCTAssertEqual(q.nextDue, 205)
+        XCTAssertEqual(q.pop(at: 999).count, 1000)
+        XCTAssertEqual(q.nextDue, 1055)
+        XCTAssertEqual(q.limit, 16 << 10, "a quarter second at 10 kB/s is below the 16 KiB floor")
+        XCTAssertEqual(DelayQueue(delay: 0, bytesPerSecond: 1_000_000).limit, 250_000, "a quarter second of buffer")
+        XCTAssertEqual(DelayQueue(delay: 0, bytesPerSecond: 1_000_000).readSize, 10_000, "about 10 ms per read")
+    }
+
+    /// A rate-limited relay on loopback: 200 kB at 400 kB/s takes at least half a second.
+    func testRelayHoldsItsRate() async throws {
+        let sink = AsyncStream<Int>.makeStream()
+        let server = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
+            Task {
+                var total = 0
+                while let m = try? await conn.receive() {
+                    total += m.count
+                    if total >= 200_000 { sink.continuation.yield(total) }
+                }
+            }
+        }
+        defer { server.close() }
+        let relay = try DelayRelay(host: "127.0.0.1", listenPort: 0, targetPort: server.port, delayMilliseconds: 0, bytesPerSecond: 400_000)
+        defer { relay.close() }
+        let conn = try await TCPTransport(bindHost: "127.0.0.1")
+            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: 5)
+        defer { conn.close() }
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<5 { conn.enqueue([UInt8](repeating: 7, count: 40_000)) }
+        await conn.flush()
+        var it = sink.stream.makeAsyncIterator()
+        let got = await it.next()
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        XCTAssertGreaterThanOrEqual(got ?? 0, 200_000)
+        XCTAssertGreaterThanOrEqual(ms, 480, "200 kB through a 400 kB/s relay")
+    }
+
     /// Through a real relay on loopback: bytes arrive intact and in order both ways, and a
     /// round trip takes at least twice the delay (a lower bound: a slow machine only adds).
     func testRelayDelaysBothWaysAndKeepsBytes() async throws {
