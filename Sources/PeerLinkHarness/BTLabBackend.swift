@@ -113,7 +113,12 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         case .bluetooth: return TransportEndpoint(medium: .rfcomm, host: receiverAddress, port: ports[.rfcomm] ?? 0)
         case .wifi:
             let port = ports[.tcp] ?? 0
-            return TransportEndpoint(medium: .tcp, host: receiverIP, port: (try? shapedPort(for: port)) ?? port)
+            do {
+                return TransportEndpoint(medium: .tcp, host: receiverIP, port: try shapedPort(for: port))
+            } catch {
+                FileHandle.standardError.write(Data("btlab: the Wi-Fi shaping relay did not start (\(error)); the link runs unshaped\n".utf8))
+                return TransportEndpoint(medium: .tcp, host: receiverIP, port: port)
+            }
         }
     }
 
