@@ -1,0 +1,84 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The socket edge's write path: messages queued faster than the socket drains leave in
+/// batches, and a batch must keep every message, its order and (on message sockets) its
+/// boundaries.
+final class FDConnectionTests: XCTestCase {
+    func pair(_ type: Int32) throws -> (Int32, Int32) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, type, 0, &fds) == 0 else { throw XCTSkip("socketpair: errno \(errno)") }
+        return (fds[0], fds[1])
+    }
+
+    /// Four tasks enqueue 2 000 messages each while the reader is slow to start: every message
+    /// arrives once, and each task's messages in the order it sent them.
+    func testStreamBatchesKeepEveryMessageInOrder() async throws {
+        let (a, b) = try pair(Int32(SOCK_STREAM.rawValue))
+        let tx = FDConnection(fd: a, medium: .tcp, remoteDescription: "pair a", lengthPrefixed: true)
+        let rx = FDConnection(fd: b, medium: .tcp, remoteDescription: "pair b", lengthPrefixed: true)
+        await withTaskGroup(of: Void.self) { g in
+            for sender in 0..<4 {
+                g.addTask {
+                    for i in 0..<2000 {
+                        tx.enqueue([UInt8(sender), UInt8(i >> 8), UInt8(i & 0xff)] + [UInt8](repeating: UInt8(i & 0xff), count: i % 300))
+                    }
+                }
+            }
+        }
+        var next = [Int](repeating: 0, count: 4)
+        for _ in 0..<8000 {
+            let received = try await rx.receive()
+            let m = try XCTUnwrap(received)
+            XCTAssertGreaterThanOrEqual(m.count, 3)
+            let sender = Int(m[0]), i = Int(m[1]) << 8 | Int(m[2])
+            XCTAssertEqual(i, next[sender], "sender \(sender) out of order")
+            next[sender] = i + 1
+            XCTAssertEqual(m.count, 3 + i % 300)
+            XCTAssertTrue(m.dropFirst(3).allSatisfy { $0 == UInt8(i & 0xff) })
+        }
+        XCTAssertEqual(next, [2000, 2000, 2000, 2000])
+        await tx.flush()
+        XCTAssertEqual(tx.queuedBytes, 0)
+        tx.close()
+        let end = try await rx.receive()
+        XCTAssertNil(end, "the stream ends after the last message")
+    }
+
+    /// On a message socket a batch is still one send per message: boundaries survive.
+    func testMessageSocketKeepsBoundaries() async throws {
+        let (a, b) = try pair(Int32(SOCK_SEQPACKET.rawValue))
+        let tx = FDConnection(fd: a, medium: .l2cap, remoteDescription: "pair a", lengthPrefixed: false)
+        let rx = FDConnection(fd: b, medium: .l2cap, remoteDescription: "pair b", lengthPrefixed: false)
+        let sizes = (0..<500).map { 1 + ($0 * 37) % 900 }
+        for (i, n) in sizes.enumerated() { tx.enqueue([UInt8](repeating: UInt8(i & 0xff), count: n)) }
+        for (i, n) in sizes.enumerated() {
+            let received = try await rx.receive()
+            let m = try XCTUnwrap(received)
+            XCTAssertEqual(m.count, n, "message \(i)")
+            XCTAssertEqual(m.first, UInt8(i & 0xff))
+        }
+    }
+
+    /// Closing with messages still queued drops them without a crash, accounts for them, and
+    /// later sends are ignored.
+    func testCloseWithQueuedMessagesLeavesNothingCounted() async throws {
+        let (a, b) = try pair(Int32(SOCK_STREAM.rawValue))
+        var small = Int32(4096)
+        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let tx = FDConnection(fd: a, medium: .tcp, remoteDescription: "pair a", lengthPrefixed: true)
+        defer { Glibc.close(b) }
+        // Nobody reads b: the writer blocks once the socket buffers are full.
+        for _ in 0..<200 { tx.enqueue([UInt8](repeating: 7, count: 60_000)) }
+        XCTAssertGreaterThan(tx.queuedBytes, 0)
+        tx.close()
+        await tx.flush()
+        XCTAssertEqual(tx.queuedBytes, 0)
+        tx.enqueue([1, 2, 3])
+        XCTAssertEqual(tx.queuedBytes, 0, "a closed connection takes nothing more")
+    }
+}
