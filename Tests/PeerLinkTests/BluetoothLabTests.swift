@@ -122,6 +122,7 @@ final class BluetoothLabTests: XCTestCase {
     /// The whole scenario over one transport kind: invite, messages both ways, a 300 KB
     /// resource checked by SHA-256, hostile input, and an honest peer afterwards.
     func scenario(_ label: String, medium: Medium, listenOn: String, dialFrom: String, othersFrom: String? = nil,
+                  othersAfterB: Bool = false,
                   make: @escaping (String) -> Transport, config: SessionConfig, beforeRedial: (() -> Void)? = nil,
                   garbage: (MessageConnection) -> Void) async throws {
         let t0 = Date()
@@ -142,7 +143,8 @@ final class BluetoothLabTests: XCTestCase {
         let c = try Node(identity: Identity(), displayName: "gamma", transports: [make(othersFrom ?? dialFrom)], handshakeTimeout: 20)
         let sc = Session(node: c, config: config)
         do {
-            try await scenarioSteps(label, medium: medium, listenOn: listenOn, dialFrom: dialFrom, othersFrom: othersFrom, make: make,
+            try await scenarioSteps(label, medium: medium, listenOn: listenOn, dialFrom: dialFrom, othersFrom: othersFrom,
+                                    othersAfterB: othersAfterB || medium == .rfcomm, make: make,
                                     beforeRedial: beforeRedial, garbage: garbage, t0: t0, info: info, a: a, sa: sa, b: b, sb: sb, c: c, sc: sc, port: port)
         } catch {
             await sc.disconnect(); await sb.disconnect(); await sa.disconnect()
@@ -153,7 +155,7 @@ final class BluetoothLabTests: XCTestCase {
         await a.stop(); await b.stop(); await c.stop()
     }
 
-    func scenarioSteps(_ label: String, medium: Medium, listenOn: String, dialFrom: String, othersFrom: String?,
+    func scenarioSteps(_ label: String, medium: Medium, listenOn: String, dialFrom: String, othersFrom: String?, othersAfterB: Bool,
                        make: @escaping (String) -> Transport, beforeRedial: (() -> Void)?, garbage: (MessageConnection) -> Void,
                        t0: Date, info: PeerInfo,
                        a: Node, sa: Session, b: Node, sb: Session, c: Node, sc: Session, port: UInt16) async throws {
@@ -224,7 +226,7 @@ final class BluetoothLabTests: XCTestCase {
         let others: String
         if let othersFrom {
             others = othersFrom
-        } else if medium == .rfcomm {
+        } else if othersAfterB {
             await sb.disconnect()
             try await Task.sleep(nanoseconds: 2_000_000_000)
             others = dialFrom
@@ -396,19 +398,24 @@ final class BluetoothLabTests: XCTestCase {
         }
     }
 
-    func test3L2CAPLowEnergyNodesOverVirtualRadios() async throws {
-        // LE connections under btvirt emulation time out or are refused in about one run of
-        // three (see Hardware/bt-lab/README.md), so CI leaves this test out; run it with
-        // `scripts/test-bt.sh --le`.
-        guard env["PEERLINK_LAB_LE"] == "1" else { throw XCTSkip("LE is opt-in under emulation: scripts/test-bt.sh --le") }
-        // LE and BR/EDR links between the same two emulated controllers interfere; use a
-        // second pair when the lab has one (scripts/test-bt.sh boots four controllers).
+    /// Named to run after test5 (XCTest runs a class's tests by name): after this test's LE
+    /// link hci2→hci3, test5's RFCOMM connect over the same pair timed out.
+    func test6L2CAPLowEnergyNodesOverVirtualRadios() async throws {
+        // scripts/test-bt.sh runs it unless given --no-le.
+        guard env["PEERLINK_LAB_LE"] == "1" else { throw XCTSkip("LE left out (scripts/test-bt.sh --no-le)") }
+        // LE and BR/EDR links between the same two emulated controllers interfere; hci0/hci1
+        // carry the BR/EDR tests.
         guard let tx = env["PEERLINK_LAB_HCI2"], let rx = env["PEERLINK_LAB_HCI3"] else {
             throw XCTSkip("LE test needs four controllers (scripts/bt-lab.sh run --controllers 4)")
         }
         try btmgmt(index: 3, "advertising", "on")
         defer { try? btmgmt(index: 3, "advertising", "off") }
-        try await scenario("L2CAP LE", medium: .l2cap, listenOn: rx, dialFrom: tx,
+        // The hostile and the honest dialer wait until B has left: while the emulated listener
+        // is an LE peripheral in a connection, the kernel does not advertise it again (no
+        // advertising command reaches the controller), so a third controller scans for it in
+        // vain; and a second channel over B's LE link was not answered either (btmon traces,
+        // session 5).
+        try await scenario("L2CAP LE", medium: .l2cap, listenOn: rx, dialFrom: tx, othersAfterB: true,
                            make: { L2CAPTransport(adapterAddress: $0, mode: .le) }, config: labConfig(fragmentSize: 600),
                            beforeRedial: { [self] in
                                try? btmgmt(index: 3, "advertising", "off")
