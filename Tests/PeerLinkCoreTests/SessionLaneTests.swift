@@ -89,6 +89,34 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertTrue(p.a.liveLinks.contains(2))
     }
 
+    /// The direction towards the peer is stuck (a TCP stream backing off after an outage, a
+    /// one-way radio fault) while the peer keeps talking on the link: its frames must not keep
+    /// the carrier alive. Found by the Bluetooth-lab harness: 4.5 s without a delivery while
+    /// the receiver's own PINGs kept the Wi-Fi link "heard from".
+    func testCarrierStuckTowardsThePeerIsSuspectedThoughThePeerTalks() throws {
+        let (p, id) = try splitPair()
+        p.oneWayToA = [2]
+        try p.a.write([UInt8](repeating: 5, count: 40_000), to: id, now: p.now)
+        p.advance(by: 300, step: 20)
+        XCTAssertEqual(p.a.carrier(of: .bulk), 2, "not suspected before suspectAfter")
+        p.advance(by: 1200, step: 20)
+        XCTAssertTrue(p.sentByB.contains { $0.link == 2 && $0.at > 500 }, "B kept talking on link 2")
+        XCTAssertTrue(p.eventsA.contains { if case .linkSuspected(2, _) = $0 { return true }; return false },
+                      "a carrier whose PINGs go unanswered is suspected although the peer's frames arrive")
+        XCTAssertFalse(p.eventsA.contains(.linkDead(2)), "the link is not dead: the peer is heard")
+        XCTAssertEqual(p.a.carrier(of: .bulk), 1)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 40_000, "the bytes arrived over link 1")
+        // The peer's frames alone do not clear the suspicion: no bouncing back to a stuck link.
+        let recoveredWhileStuck = p.eventsA.contains(.linkRecovered(2))
+        XCTAssertFalse(recoveredWhileStuck)
+        // Unstuck: the next answer to a PING clears it and bulk returns.
+        p.oneWayToA = []
+        p.advance(by: 1500, step: 20)
+        XCTAssertTrue(p.eventsA.contains(.linkRecovered(2)))
+        XCTAssertEqual(p.a.carrier(of: .bulk), 2)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 40_000, "nothing delivered twice")
+    }
+
     func testSuspicionWaitsLongerOnSlowJitteryLinks() throws {
         var c = SessionConfig()
         c.keepaliveInterval = 200

@@ -22,6 +22,8 @@ final class SessionPair {
     var cut: Set<LinkID> = []
     /// Links on which frames travel only from A to B (B's answers are lost).
     var oneWayToB: Set<LinkID> = []
+    /// Links on which frames travel only from B to A (A's frames are lost).
+    var oneWayToA: Set<LinkID> = []
 
     init(a: SessionConfig = SessionConfig(), b: SessionConfig = SessionConfig()) {
         self.a = SessionCore(role: .initiator, config: a)
@@ -80,6 +82,7 @@ final class SessionPair {
             if head > 4096 { queue.removeFirst(head); head = 0 }
             if cut.contains(f.link) { continue }
             if f.to == .a, oneWayToB.contains(f.link) { continue }
+            if f.to == .b, oneWayToA.contains(f.link) { continue }
             switch f.to {
             case .a: a.receive(f.frame, on: f.link, now: now)
             case .b: b.receive(f.frame, on: f.link, now: now)

@@ -55,7 +55,7 @@ final class MemoryRunTests: XCTestCase {
         XCTAssertTrue(verdict.passed, Report.text(s, run, verdict))
         XCTAssertEqual(run.streams.first?.arrivals, Array(0..<300))
         XCTAssertTrue(run.events.contains { $0.kind == "event" && $0.text == "cut bt" })
-        XCTAssertTrue(run.events.contains { $0.kind == "carrier" && $0.text.hasPrefix("reliable") && $0.text.contains("silent") },
+        XCTAssertTrue(run.events.contains { $0.kind == "carrier" && $0.text.hasPrefix("reliable") && $0.text.contains("nothing acknowledged or answered") },
                       "the move away from the silent link is recorded with its reason")
 
         // JSON: parses back into the same record and verdict.

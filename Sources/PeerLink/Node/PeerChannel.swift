@@ -188,7 +188,7 @@ actor PeerChannel {
             session.emit(.roundTrip(peer, link: link, millis: ms))
             if links.count > 1 { applyPolicy() }
         case let .linkSuspected(id, silent):
-            suspectReason[id] = "link \(id) silent for \(silent) ms with data in flight"
+            suspectReason[id] = "link \(id): nothing acknowledged or answered for \(silent) ms with data in flight"
         case let .linkRecovered(id):
             suspectReason[id] = nil
         case let .streamOpened(id, name):

@@ -49,10 +49,11 @@ public enum SessionEvent: Equatable, Sendable {
     case message([UInt8], reliable: Bool)
     /// The link sent nothing within `deadAfter` and was dropped from the session.
     case linkDead(LinkID)
-    /// The link carries records in flight but has been silent for `silentFor` ms: its lanes
-    /// moved to another link until it speaks again.
+    /// The link carries records in flight but nothing sent on it has been acknowledged or
+    /// answered for `silentFor` ms (it is silent, or only the peer's direction still works):
+    /// its lanes moved to another link until it answers again.
     case linkSuspected(LinkID, silentFor: UInt64)
-    /// A suspected link was heard from again.
+    /// A suspected link answered a PING (or acknowledged records) again.
     case linkRecovered(LinkID)
     /// A keepalive answer measured this round-trip time.
     case roundTrip(link: LinkID, millis: UInt64)

@@ -19,6 +19,10 @@ public struct SessionCore: Sendable {
     // MARK: links
     struct LinkState: Sendable {
         var lastReceived: UInt64
+        /// When the link last proved that what this side sends on it arrives: a PONG to one of
+        /// its PINGs, or an acknowledgement of records it carried. A peer that keeps talking
+        /// on a link whose other direction is stuck refreshes `lastReceived`, not this.
+        var lastProgress: UInt64
         var lastSent: UInt64
         let upAt: UInt64
         /// When this side last sent a PING on the link.
@@ -38,7 +42,8 @@ public struct SessionCore: Sendable {
         var rateWindowStart: UInt64
         var rateWindowBytes = 0
         var saturated = false
-        /// Silent with records in flight: lanes avoid it until it is heard from again.
+        /// Records in flight and no progress (silent, or its PINGs unanswered while the peer
+        /// still talks): lanes avoid it until it answers a PING again.
         var suspect = false
     }
     private var links: [LinkID: LinkState] = [:]
@@ -139,7 +144,7 @@ public struct SessionCore: Sendable {
 
     public mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
-        links[link] = LinkState(lastReceived: now, lastSent: now, upAt: now, lastPing: now, rateWindowStart: now)
+        links[link] = LinkState(lastReceived: now, lastProgress: now, lastSent: now, upAt: now, lastPing: now, rateWindowStart: now)
         linkOrder.append(link)
         flush(now: now)
     }
@@ -284,11 +289,9 @@ public struct SessionCore: Sendable {
     public mutating func receive(_ frame: Frame, on link: LinkID, now: UInt64) {
         guard !isClosed, links[link] != nil else { return }
         links[link]?.lastReceived = now
-        if links[link]?.suspect == true {
-            links[link]?.suspect = false
-            outputs.append(.event(.linkRecovered(link)))
-            flush(now: now)
-        }
+        // A suspected link that speaks again is asked at once whether it also listens: only
+        // its answer (or an acknowledgement) clears the suspicion.
+        if let s = links[link], s.suspect, now >= s.lastPing + config.suspectAfter / 2 { ping(link, now: now) }
         switch frame {
         case let .reliable(seq, record):
             receiveReliable(.main, seq: seq, record: record, on: link, now: now)
@@ -321,6 +324,7 @@ public struct SessionCore: Sendable {
                 links[link]?.outstandingPings.removeAll { $0 <= token }
                 links[link]?.countedLost = s.countedLost.filter { $0 > token }
                 outputs.append(.event(.roundTrip(link: link, millis: rtt)))
+                progressed(link, now: now)
             }
         case let .close(reason, text):
             isClosed = true
@@ -345,8 +349,9 @@ public struct SessionCore: Sendable {
             let frame = Lane.allCases.filter { lane($0).carryingLink == link }.map { lane($0).oldestInflightSize }.max() ?? 0
             let suspectAfter = suspectBound(of: s, frameBytes: frame)
             let due: Bool
-            if carrying, now >= s.lastReceived + suspectAfter / 2 {
-                // Data in flight and quiet: probe often, so a live but busy peer answers.
+            if carrying, now >= s.lastProgress + suspectAfter / 2 {
+                // Data in flight and nothing acknowledged lately: probe often, so a live but
+                // busy peer answers.
                 due = s.outstandingPings.last.map { now >= $0 + suspectAfter / 2 } ?? true
             } else if let last = s.outstandingPings.last {
                 due = now >= last + config.keepaliveInterval  // unanswered so far: probe again
@@ -356,18 +361,7 @@ public struct SessionCore: Sendable {
                 due = now >= s.lastSent + config.keepaliveInterval || now >= s.lastReceived + config.keepaliveInterval
                     || now >= s.lastPing + 2 * config.keepaliveInterval
             }
-            if due {
-                var pings = s.outstandingPings + [now]
-                if pings.count > SessionCore.maxOutstandingPings {
-                    for old in pings.prefix(pings.count - SessionCore.maxOutstandingPings) where !s.countedLost.contains(old) {
-                        recordProbe(on: link, lost: true)
-                    }
-                    pings.removeFirst(pings.count - SessionCore.maxOutstandingPings)
-                }
-                links[link]?.outstandingPings = pings
-                links[link]?.lastPing = now
-                transmit(.ping(token: now), on: link, now: now)
-            }
+            if due { ping(link, now: now) }
             // A probe unanswered for long counts as lost now (a late answer still gives an RTT).
             let deadline = max(config.keepaliveInterval, 4 * (s.rtt ?? 0))
             for token in s.outstandingPings where now >= token + deadline && !(links[link]?.countedLost.contains(token) ?? true) {
@@ -417,18 +411,21 @@ public struct SessionCore: Sendable {
         if let n = links[link]?.probeOutcomes.count, n > 20 { links[link]?.probeOutcomes.removeFirst(n - 20) }
     }
 
-    /// Suspects carriers that have records in flight and have been silent past their bound,
-    /// when another link could take over.
+    /// Suspects carriers that have records in flight and made no progress past their bound:
+    /// silent, or talking while a PING has gone unanswered that long (the direction towards
+    /// the peer is stuck), when another link could take over.
     private mutating func suspectSilentCarriers(now: UInt64) {
         for lane in Lane.allCases {
             let l = self.lane(lane)
             guard let link = l.carryingLink, let sent = l.oldestInflightSentAt,
                   let s = links[link], !s.suspect else { continue }
             let bound = suspectBound(of: s, frameBytes: l.oldestInflightSize)
-            guard now >= sent + bound, now >= s.lastReceived + bound,
+            let silent = now >= s.lastReceived + bound
+            let stuck = now >= s.lastProgress + bound && (s.outstandingPings.first.map { now >= $0 + bound } ?? false)
+            guard now >= sent + bound, silent || stuck,
                   linkOrder.contains(where: { $0 != link && links[$0]?.suspect == false }) else { continue }
             links[link]?.suspect = true
-            outputs.append(.event(.linkSuspected(link, silentFor: now - s.lastReceived)))
+            outputs.append(.event(.linkSuspected(link, silentFor: now - s.lastProgress)))
             flush(now: now)
         }
     }
@@ -479,8 +476,38 @@ public struct SessionCore: Sendable {
             outputs.append(.event(.protocolViolation("acknowledgement of \(upTo) for \(lane.rawValue) records never sent (last is \(last))")))
             return
         }
-        if let carrier = self.lane(lane).carryingLink { links[carrier]?.rateWindowBytes += acked }
+        if let carrier = self.lane(lane).carryingLink {
+            links[carrier]?.rateWindowBytes += acked
+            if acked > 0 { progressed(carrier, now: now) }
+        }
         flush(now: now)
+    }
+
+    /// Sends a PING on `link` (token = now), remembering at most `maxOutstandingPings`
+    /// unanswered ones; older ones are forgotten as lost.
+    private mutating func ping(_ link: LinkID, now: UInt64) {
+        guard let s = links[link] else { return }
+        var pings = s.outstandingPings + [now]
+        if pings.count > SessionCore.maxOutstandingPings {
+            for old in pings.prefix(pings.count - SessionCore.maxOutstandingPings) where !s.countedLost.contains(old) {
+                recordProbe(on: link, lost: true)
+            }
+            pings.removeFirst(pings.count - SessionCore.maxOutstandingPings)
+        }
+        links[link]?.outstandingPings = pings
+        links[link]?.lastPing = now
+        transmit(.ping(token: now), on: link, now: now)
+    }
+
+    /// What `link` carries arrives: note it, and clear a suspicion.
+    private mutating func progressed(_ link: LinkID, now: UInt64) {
+        guard links[link] != nil else { return }
+        links[link]?.lastProgress = now
+        if links[link]?.suspect == true {
+            links[link]?.suspect = false
+            outputs.append(.event(.linkRecovered(link)))
+            flush(now: now)
+        }
     }
 
     private mutating func receiveReliable(_ lane: Lane, seq: UInt64, record: Record, on link: LinkID, now: UInt64) {
