@@ -425,7 +425,8 @@ public struct SessionCore: Sendable {
             guard now >= sent + bound, silent || stuck,
                   linkOrder.contains(where: { $0 != link && links[$0]?.suspect == false }) else { continue }
             links[link]?.suspect = true
-            outputs.append(.event(.linkSuspected(link, silentFor: now - s.lastProgress)))
+            // (An acknowledgement for records a link carried may come back on another link.)
+            outputs.append(.event(.linkSuspected(link, silentFor: now - (silent ? s.lastReceived : s.lastProgress))))
             flush(now: now)
         }
     }
