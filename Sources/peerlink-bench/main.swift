@@ -26,8 +26,9 @@ func seconds(_ body: () async throws -> Void) async rethrows -> Double {
 
 func mbps(_ bytes: Int, _ s: Double) -> Double { Double(bytes) / s / 1_048_576 }
 
-/// Raw TCP on loopback: one connection, 64 KiB writes, the reader counts bytes.
-func rawTCP(bytes: Int) async throws -> Double {
+/// Seconds for `write` to push `bytes` bytes through a raw loopback TCP connection whose far
+/// end only counts them (no framing, no encryption): the baselines.
+func rawTCPSeconds(bytes: Int, write: @escaping (Int32) throws -> Void) async throws -> Double {
     let received = OneShotDouble()
     let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
         guard let c = conn as? FDConnection else { return }
@@ -45,15 +46,36 @@ func rawTCP(bytes: Int) async throws -> Double {
     defer { listener.close() }
     let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: 5)
     guard let c = conn as? FDConnection else { return 0 }
-    let chunk = [UInt8](repeating: 0x42, count: 1 << 16)
     return try await seconds {
+        try write(c.rawDescriptor)
+        await received.wait()
+    }
+}
+
+/// Sends all of `bytes` on `fd`, in as many calls as the kernel needs.
+func sendAll(_ fd: Int32, _ bytes: [UInt8], limit: Int? = nil) throws {
+    let total = limit ?? bytes.count
+    var off = 0
+    while off < total {
+        let n = bytes.withUnsafeBytes { raw -> Int in
+            guard let base = raw.baseAddress else { return -1 }
+            return send(fd, base + off, total - off, Int32(MSG_NOSIGNAL))
+        }
+        if n <= 0 { throw TransportError.closed }
+        off += n
+    }
+}
+
+/// Raw TCP on loopback: one connection, 64 KiB writes, the reader counts bytes.
+func rawTCP(bytes: Int) async throws -> Double {
+    let chunk = [UInt8](repeating: 0x42, count: 1 << 16)
+    return try await rawTCPSeconds(bytes: bytes) { fd in
         var sent = 0
         while sent < bytes {
-            let n = chunk.withUnsafeBytes { send(c.rawDescriptor, $0.baseAddress, min($0.count, bytes - sent), Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { throw TransportError.closed }
+            let n = min(chunk.count, bytes - sent)
+            try sendAll(fd, chunk, limit: n)
             sent += n
         }
-        await received.wait()
     }
 }
 
@@ -96,13 +118,13 @@ func sessionPair() async throws -> (Session, Session, PeerID) {
     return (sa, sb, a.peerID)
 }
 
-func sessionMessages(bytes: Int) async throws -> Double {
+/// Seconds for `count` reliable messages of `size` bytes, sent as fast as `send` returns,
+/// to reach the receiver.
+func sessionMessages(count: Int, size: Int) async throws -> Double {
     let (sa, sb, peerA) = try await sessionPair()
-    let size = 64 * 1024
-    let count = bytes / size
     let done = Task { () -> Int in
         var got = 0
-        for await e in sa.events { if case let .message(_, m, _) = e { got += m.count; if got >= count * size { break } } }
+        for await e in sa.events { if case .message = e { got += 1; if got >= count { break } } }
         return got
     }
     let message = [UInt8](repeating: 0x5a, count: size)
@@ -112,6 +134,16 @@ func sessionMessages(bytes: Int) async throws -> Double {
     }
     await sb.disconnect()
     return t
+}
+
+/// The baseline for small messages: raw TCP on loopback, one `send` per 2-byte-length-prefixed
+/// message of `size` bytes, no encryption or acknowledgements; messages per second.
+func rawSmallMessages(count: Int, size: Int) async throws -> Double {
+    let message = [UInt8(size >> 8), UInt8(size & 0xff)] + [UInt8](repeating: 0x42, count: size)
+    let t = try await rawTCPSeconds(bytes: count * message.count) { fd in
+        for _ in 0..<count { try sendAll(fd, message) }
+    }
+    return Double(count) / t
 }
 
 func sessionResource(bytes: Int) async throws -> Double {
@@ -162,10 +194,15 @@ let rawSeconds = try await rawTCP(bytes: totalBytes)
 let raw = mbps(totalBytes, rawSeconds)
 print(String(format: "baseline  raw TCP socket          %9.1f MB/s", raw))
 if let ip = iperf3() { print(String(format: "baseline  iperf3 (3 s)            %9.1f MB/s   (raw/iperf3 = %.2f)", ip, raw / ip)) }
-let msg = mbps(totalBytes, try await sessionMessages(bytes: totalBytes))
+let msg = mbps(totalBytes / 65536 * 65536, try await sessionMessages(count: totalBytes / 65536, size: 65536))
 print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s   ratio to raw %.3f", msg, msg / raw))
 let res = mbps(totalBytes, try await sessionResource(bytes: totalBytes))
 print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s   ratio to raw %.3f", res, res / raw))
+let small = 50_000
+let rawRate = try await rawSmallMessages(count: small, size: 100)
+let plRate = Double(small) / (try await sessionMessages(count: small, size: 100))
+print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
+print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
 let hs = try await handshakes(n: 50)
 print(String(format: "connect   raw TCP                  %9.3f ms", hs.raw * 1000))
 print(String(format: "connect   TCP + Noise XX + hello   %9.3f ms   ratio to raw %.1f", hs.noise * 1000, hs.noise / hs.raw))
