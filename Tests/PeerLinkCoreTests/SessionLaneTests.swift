@@ -174,6 +174,27 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1 << 20, "the stream still completes")
     }
 
+    /// On a fast link the shared bulk window opens within a fraction of a second, not over
+    /// several once-a-second estimates (a 32 MiB file on loopback ran at 15 MB/s because of it).
+    /// Simulated time: each 20 ms step the peers exchange whatever the windows allow.
+    func testSharedBulkWindowOpensQuicklyOnAFastLink() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1 << 26
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "file", now: 0)
+        p.settle()
+        let size = 8 << 20
+        try p.a.write([UInt8](repeating: 3, count: size), to: id, now: p.now)
+        p.advance(by: 200, step: 20)
+        let early = streamBytes(p.eventsB, id).count
+        XCTAssertLessThan(early, size / 4, "the window starts small (sharedBulkMinimum)")
+        p.advance(by: 400, step: 20)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, size,
+                       "after 0.6 s the window has opened (once-a-second estimates moved \(early) bytes per 0.2 s)")
+        XCTAssertGreaterThan(p.a.stats(of: 1, now: p.now)?.throughput ?? 0, 1_000_000)
+    }
+
     func testNoSuspicionWithoutAnotherLinkOrWithoutDataInFlight() throws {
         var c = SessionConfig()
         c.keepaliveInterval = 1000

@@ -14,6 +14,9 @@ public struct SessionCore: Sendable {
     public let role: Role
     /// Unanswered pings remembered per link, so a slow pong still measures the RTT.
     static let maxOutstandingPings = 8
+    /// Acknowledged bytes a quarter second must carry before it may raise a link's capacity
+    /// estimate early (slow links, a few frames a second, keep the once-a-second estimate).
+    static let rampBytes = 256 * 1024
     public private(set) var isClosed = false
 
     // MARK: links
@@ -433,10 +436,19 @@ public struct SessionCore: Sendable {
 
     /// Folds acknowledged bytes into the link's capacity estimate once a second. A second in
     /// which the window was full measures capacity; other seconds can only raise the estimate.
+    /// While a full window moves much more than the estimate says (a fast link whose shared
+    /// bulk window, sized from the estimate, is still opening), it is raised every quarter
+    /// second instead, once `rampBytes` have been acknowledged in that time.
     private mutating func updateThroughput(of link: LinkID, now: UInt64) {
-        guard var s = links[link], now >= s.rateWindowStart + 1000 else { return }
-        let rate = Double(s.rateWindowBytes) * 1000 / Double(now - s.rateWindowStart)
-        if s.saturated {
+        guard var s = links[link], now > s.rateWindowStart else { return }
+        let elapsed = now - s.rateWindowStart
+        let rate = Double(s.rateWindowBytes) * 1000 / Double(elapsed)
+        let ramping = s.saturated && elapsed >= 250 && s.rateWindowBytes >= SessionCore.rampBytes
+            && rate > 1.5 * (s.throughput ?? 0)
+        guard elapsed >= 1000 || ramping else { return }
+        if ramping {
+            s.throughput = rate
+        } else if s.saturated {
             s.throughput = s.throughput.map { 0.5 * $0 + 0.5 * rate } ?? rate
         } else if rate > (s.throughput ?? 0), s.rateWindowBytes > 0 {
             s.throughput = rate
