@@ -152,13 +152,19 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertEqual(p.reliableMessagesB, [[7]])
     }
 
-    func testBulkSharingTheMessageLinkCannotQueueMessagesBehindIt() throws {
+    /// One link carrying messages and a stream from A to B with `window` bytes of credit.
+    func sharedLinkPair(streamWindow window: UInt32) throws -> (SessionPair, UInt32) {
         var c = SessionConfig()
-        c.streamWindow = 1 << 20
+        c.streamWindow = window
         let p = SessionPair(a: c, b: c)
         p.up(1)
         let id = try p.a.openStream(name: "file", now: 0)
         p.settle()
+        return (p, id)
+    }
+
+    func testBulkSharingTheMessageLinkCannotQueueMessagesBehindIt() throws {
+        let (p, id) = try sharedLinkPair(streamWindow: 1 << 20)
         try p.a.write([UInt8](repeating: 1, count: 1 << 20), to: id, now: 0)
         try p.a.send([42], reliable: true, now: 0)
         p.collect()
@@ -178,12 +184,7 @@ final class SessionLaneTests: XCTestCase {
     /// several once-a-second estimates (a 32 MiB file on loopback ran at 15 MB/s because of it).
     /// Simulated time: each 20 ms step the peers exchange whatever the windows allow.
     func testSharedBulkWindowOpensQuicklyOnAFastLink() throws {
-        var c = SessionConfig()
-        c.streamWindow = 1 << 26
-        let p = SessionPair(a: c, b: c)
-        p.up(1)
-        let id = try p.a.openStream(name: "file", now: 0)
-        p.settle()
+        let (p, id) = try sharedLinkPair(streamWindow: 1 << 26)
         let size = 8 << 20
         try p.a.write([UInt8](repeating: 3, count: size), to: id, now: p.now)
         p.advance(by: 200, step: 20)

@@ -373,7 +373,7 @@ public struct SessionCore: Sendable {
             }
             updateThroughput(of: link, now: now)
         }
-        suspectSilentCarriers(now: now)
+        suspectStalledCarriers(now: now)
         guard !acknowledgementsPaused else { return }
         for l in Lane.allCases where lane(l).receivedSinceAck > 0 {
             if let link = ackLink(for: l) { sendAck(l, on: link, now: now) }
@@ -417,7 +417,7 @@ public struct SessionCore: Sendable {
     /// Suspects carriers that have records in flight and made no progress past their bound:
     /// silent, or talking while a PING has gone unanswered that long (the direction towards
     /// the peer is stuck), when another link could take over.
-    private mutating func suspectSilentCarriers(now: UInt64) {
+    private mutating func suspectStalledCarriers(now: UInt64) {
         for lane in Lane.allCases {
             let l = self.lane(lane)
             guard let link = l.carryingLink, let sent = l.oldestInflightSentAt,
