@@ -10,10 +10,13 @@
 # 10.82.0.0/24. Each run streams 64-byte messages from A to B for 6 s and cuts path 1 after 3 s:
 #   down      ip link set down on both ends (the kernel knows the path is gone)
 #   blackhole nftables drops everything arriving on path 1 at both ends (silent)
+# PeerLink runs twice: peerlink (default policy: one carrier, the other link on standby) and
+# peerlink-copy (LinkPolicy.copyMessages: the second link also gets a copy of each message).
 # MPTCP runs twice: mptcp-backup (the second subflow is a backup, used when the first fails:
-# the same job as PeerLink's carrier + standby link) and mptcp-active (both subflows carry data).
+# the same job as PeerLink's carrier + standby link) and mptcp-active (both subflows carry data;
+# the counterpart of peerlink-copy). SYSTEMS="..." and VARIANTS="..." pick a subset.
 # Prints per case the largest gap (min / median / max over the runs), messages missing,
-# duplicated and reordered, and PeerLink's median gap as a ratio of MPTCP's (target ≤ 0.5).
+# duplicated and reordered, and each PeerLink median gap as a ratio of each MPTCP one (target ≤ 0.5).
 # Needs root. Creates and always removes namespaces plhoa/plhob.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -74,11 +77,12 @@ NFT
 run_once() {  # SYSTEM VARIANT → prints the receiver's JSON line
     local sys=$1 variant=$2 total=$((SECONDS_SEND + 4))
     rm -f "$work/id" "$work/recv.json"
-    if [ "$sys" = peerlink ]; then
-        ip netns exec "$B" "$BIN" handover-recv 0.0.0.0 "$PORT" "$work/id" "$total" >"$work/recv.json" 2>"$work/recv.err" &
+    if [ "${sys%-copy}" = peerlink ]; then
+        local copy=; [ "$sys" = peerlink-copy ] && copy=copy
+        ip netns exec "$B" "$BIN" handover-recv 0.0.0.0 "$PORT" "$work/id" "$total" $copy >"$work/recv.json" 2>"$work/recv.err" &
         local rpid=$!
         for _ in $(seq 50); do [ -s "$work/id" ] && break; sleep 0.1; done
-        ip netns exec "$A" "$BIN" handover-send "$work/id" 10.81.0.2 10.82.0.2 "$PORT" "$RATE" "$SECONDS_SEND" >"$work/send.json" 2>"$work/send.err" &
+        ip netns exec "$A" "$BIN" handover-send "$work/id" 10.81.0.2 10.82.0.2 "$PORT" "$RATE" "$SECONDS_SEND" $copy >"$work/send.json" 2>"$work/send.err" &
     else
         mptcp_mode "${sys#mptcp-}"
         ip netns exec "$B" python3 scripts/bench/mptcp_stream.py recv 0.0.0.0 "$MPORT" "$total" >"$work/recv.json" 2>"$work/recv.err" &
@@ -93,14 +97,14 @@ run_once() {  # SYSTEM VARIANT → prints the receiver's JSON line
     wait "$rpid" 2>/dev/null
     cut "$variant" off
     sleep 1
-    [ -n "${BENCH_DEBUG:-}" ] && cat "$work/send.err" "$work/recv.err" >&2
+    [ -n "${BENCH_DEBUG:-}" ] && cat "$work/send.err" "$work/recv.err" >&2 && tail -n 1 "$work/recv.json" >&2
     if [ -s "$work/recv.json" ]; then tail -n 1 "$work/recv.json"; else echo '{"error":"no result"}'; tail -3 "$work/recv.err" "$work/send.err" >&2; fi
 }
 
 printf '%-10s %-13s %s\n' variant system "largest gap ms (min/median/max), missing, duplicates, reordered"
 declare -A median
 for variant in ${VARIANTS:-down blackhole}; do
-    for sys in ${SYSTEMS:-peerlink mptcp-backup mptcp-active}; do
+    for sys in ${SYSTEMS:-peerlink peerlink-copy mptcp-backup mptcp-active}; do
         results=()
         for r in $(seq "$RUNS"); do results+=("$(run_once "$sys" "$variant")"); done
         summary=$(printf '%s\n' "${results[@]}" | python3 -c '
@@ -117,9 +121,13 @@ print("%.1f %.1f/%.1f/%.1f, missing %d, duplicates %d, reordered %d, received %s
     done
 done
 for variant in down blackhole; do
-    for base in mptcp-backup mptcp-active; do
-        python3 -c "
-p, m = float('${median[$variant/peerlink]:-nan}'), float('${median[$variant/$base]:-nan}')
-print('ratio %-9s PeerLink / %-12s median gap = %s (target <= 0.5)' % ('$variant', '$base', ('%.2f' % (p / m)) if m > 0 else 'n/a'))"
+    for pl in peerlink peerlink-copy; do
+        for base in mptcp-backup mptcp-active; do
+            [ -n "${median[$variant/$pl]:-}" ] && [ -n "${median[$variant/$base]:-}" ] || continue
+            python3 -c "
+p, m = float('${median[$variant/$pl]}'), float('${median[$variant/$base]}')
+print('ratio %-9s %-13s / %-12s median gap = %s (target <= 0.5)' % ('$variant', '$pl', '$base', ('%.2f' % (p / m)) if m > 0 else 'n/a'))"
+        done
     done
 done
+echo "(the send interval, $(python3 -c "print('%.1f' % (1000 / $RATE))") ms, is the smallest gap any system can show)"

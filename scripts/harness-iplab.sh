@@ -15,7 +15,7 @@ root=$(cd "$here/.." && pwd)
 bin=${1:-$root/.build/debug/peerlink-harness}
 [ -x "$bin" ] || { echo "harness-iplab: no peerlink-harness binary at $bin (run swift build)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "harness-iplab: needs root (network namespaces, veth, nftables, tc)" >&2; exit 2; }
-scenarios=${SCENARIOS:-both-from-start bt-dies-stay-wifi bt-only flapping-at-half-rate flapping-under-load loss-5pct-preferred wifi-appears-upgrade wifi-dies-mid-transfer wifi-only}
+scenarios=${SCENARIOS:-both-from-start bt-dies-stay-wifi bt-only flapping-at-half-rate flapping-under-load loss-5pct-preferred silent-cut-with-copies wifi-appears-upgrade wifi-dies-mid-transfer wifi-only}
 repeat=${REPEAT:-1}
 out=${OUT:-$root/results/harness-iplab}
 mkdir -p "$out"

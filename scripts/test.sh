@@ -67,7 +67,7 @@ if [ -z "$line" ]; then add 0 1; steps_failed+=("harness"); else
 echo "reports (JSON + SVG timelines): results/harness/"
 
 step "transport-selection harness: the scenario library in the IP lab (namespaces, kernel TCP)"
-timeout --kill-after=10 400 "$here/harness-iplab.sh" "$(swift build --show-bin-path)/peerlink-harness" 2>&1 | tee "$logs/harness-iplab.log" | grep -vE "^\[trace"
+timeout --kill-after=10 480 "$here/harness-iplab.sh" "$(swift build --show-bin-path)/peerlink-harness" 2>&1 | tee "$logs/harness-iplab.log" | grep -vE "^\[trace"
 line=$(grep -E "^summary: [0-9]+ passed, [0-9]+ failed" "$logs/harness-iplab.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("harness-iplab"); else
     set -- $line; add "$2" "$4"; [ "$4" = 0 ] || steps_failed+=("harness-iplab"); fi

@@ -55,7 +55,7 @@ public final class IPLabAgent: @unchecked Sendable {
             l.kind == .bluetooth ? EmulatedBluetoothTransport(bindHost: l.local) as Transport : TCPTransport(bindHost: l.local)
         }
         let node = try Node(identity: Identity(), displayName: role == .dialer ? "sender" : "receiver", transports: transports)
-        let session = Session(node: node, policy: LinkPolicy(scenario.policy))
+        let session = Session(node: node, policy: scenario.linkPolicy)
         self.node = node
         self.session = session
         // Before the advertiser, which would otherwise start the node on a random port.

@@ -52,7 +52,7 @@ struct InProcessRun {
         let trace = RunTrace(scenario.name)
         let a = try Node(identity: Identity(), displayName: "sender", transports: try network.transports(receiver: false, links: scenario.links))
         let b = try Node(identity: Identity(), displayName: "receiver", transports: try network.transports(receiver: true, links: scenario.links))
-        let policy = LinkPolicy(scenario.policy)
+        let policy = scenario.linkPolicy
         let sa = Session(node: a, policy: policy), sb = Session(node: b, policy: policy)
         let advertiser = Advertiser(node: b, service: try ServiceType("harness"), discovery: MemoryDiscovery())
         try await advertiser.start()

@@ -31,7 +31,8 @@ public enum Report {
     }
 
     /// A timeline picture: one lane per link; grey while the link is up, blue while it carries
-    /// reliable messages, orange while it carries bulk data; events as dashed lines; the
+    /// reliable messages (light blue: copies of them), orange while it carries bulk data,
+    /// green while it carries unreliable messages; events as dashed lines; the
     /// largest delivery gap shaded red; expectations as ✓/✗ markers.
     public static func svg(_ scenario: Scenario, _ run: RunRecord, _ verdict: Verdict) -> String {
         let left = 90.0, width = 900.0, laneH = 46.0, top = 50.0
@@ -57,7 +58,12 @@ public enum Report {
             s += "<rect class=\"up\" x=\"\(x(sp.from))\" y=\"\(y(sp.link) + 4)\" width=\"\(max(1, x(sp.to) - x(sp.from)))\" height=\"\(laneH - 8)\" fill=\"#d8d8d8\"/>\n"
         }
         for sp in run.carrierSpans {
-            let (dy, color): (Double, String) = sp.role == "reliable" ? (6, "#2c6fbb") : sp.role == "bulk" ? (20, "#e08a1e") : (34, "#6a9f3a")
+            let (dy, color): (Double, String) = switch sp.role {
+            case "reliable": (6, "#2c6fbb")
+            case "reliable-copy": (6, "#9cc3ea")  // on the copy link, whose reliable row is otherwise empty
+            case "bulk": (20, "#e08a1e")
+            default: (34, "#6a9f3a")
+            }
             s += "<rect class=\"carrier\" data-role=\"\(esc(sp.role ?? ""))\" x=\"\(x(sp.from))\" y=\"\(y(sp.link) + dy)\" width=\"\(max(1, x(sp.to) - x(sp.from)))\" height=\"10\" fill=\"\(color)\"/>\n"
         }
         for g in verdict.gaps where g.millis > 0 {

@@ -6,6 +6,8 @@ public struct Scenario: Sendable, Codable, Equatable {
     public var name: String
     public var description: String
     public var policy: LinkPolicy.Kind
+    /// Whether reliable messages are also copied onto a second link (`LinkPolicy.copyMessages`).
+    public var copyMessages = false
     /// Milliseconds the run lasts (traffic that has not arrived by then counts as lost).
     public var duration: Int
     public var links: [LinkSpec]
@@ -76,6 +78,15 @@ public struct Scenario: Sendable, Codable, Equatable {
     }
 }
 
+extension Scenario {
+    /// The link policy the scenario's nodes use.
+    public var linkPolicy: LinkPolicy {
+        var p = LinkPolicy(policy)
+        p.copyMessages = copyMessages
+        return p
+    }
+}
+
 /// A scenario file that cannot be used, with the reason.
 public struct ScenarioError: Error, Equatable, CustomStringConvertible {
     public let message: String
@@ -94,6 +105,7 @@ extension Scenario {
         guard let policy = LinkPolicy.Kind(rawValue: policyText) else {
             throw ScenarioError(message: "policy '\(policyText)' is not known; use one of: " + LinkPolicy.Kind.allCases.map(\.rawValue).joined(separator: ", "))
         }
+        let copyMessages = try r.bool("copy_messages") ?? false
         let duration = try r.int("duration", min: 100, max: 600_000) ?? 5000
 
         var links: [LinkSpec] = []
@@ -171,8 +183,10 @@ extension Scenario {
             try t.noOtherKeys()
         }
         try r.noOtherKeys()
-        return Scenario(name: name, description: description, policy: policy, duration: duration, links: links, events: events,
-                        traffic: traffic, expectations: expectations, invariants: inv)
+        var scenario = Scenario(name: name, description: description, policy: policy, duration: duration, links: links, events: events,
+                                traffic: traffic, expectations: expectations, invariants: inv)
+        scenario.copyMessages = copyMessages
+        return scenario
     }
 }
 

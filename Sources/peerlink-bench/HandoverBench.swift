@@ -7,13 +7,13 @@ import PeerLink
 /// largest delivery gap, losses, duplicates and reorderings as one JSON line. Messages carry
 /// a sequence number; both ends run on one host (namespaces), so their clocks agree.
 enum HandoverBench {
-    /// handover-recv BIND-ADDRESS PORT ID-FILE SECONDS
+    /// handover-recv BIND-ADDRESS PORT ID-FILE SECONDS [copy]
     static func receive(_ args: [String]) async throws {
-        guard args.count == 4, let port = UInt16(args[1]), let seconds = Double(args[3]) else {
-            print("usage: peerlink-bench handover-recv BIND-ADDRESS PORT ID-FILE SECONDS"); exit(2)
+        guard args.count == 4 || (args.count == 5 && args[4] == "copy"), let port = UInt16(args[1]), let seconds = Double(args[3]) else {
+            print("usage: peerlink-bench handover-recv BIND-ADDRESS PORT ID-FILE SECONDS [copy]"); exit(2)
         }
         let node = try Node(identity: Identity(), displayName: "receiver", transports: [TCPTransport(bindHost: args[0])], datagrams: false)
-        let session = Session(node: node)
+        let session = Session(node: node, policy: policy(copy: args.count == 5))
         let advertiser = Advertiser(node: node, service: try ServiceType("handover"), discovery: NoDiscovery())
         _ = try await node.start(port: port)
         try await advertiser.start()
@@ -33,14 +33,16 @@ enum HandoverBench {
         print(Stats(arrivals).json)
     }
 
-    /// handover-send PEER-ID-FILE HOST1 HOST2 PORT RATE SECONDS
+    /// handover-send PEER-ID-FILE HOST1 HOST2 PORT RATE SECONDS [copy]
+    ///
+    /// With `copy`, both ends use the default policy with message copies on the second link.
     static func send(_ args: [String]) async throws {
-        guard args.count == 6, let port = UInt16(args[3]), let rate = Double(args[4]), let seconds = Double(args[5]),
+        guard args.count == 6 || (args.count == 7 && args[6] == "copy"), let port = UInt16(args[3]), let rate = Double(args[4]), let seconds = Double(args[5]),
               let idText = try? String(contentsOfFile: args[0], encoding: .utf8), let peer = try? PeerID(parsing: idText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            print("usage: peerlink-bench handover-send PEER-ID-FILE HOST1 HOST2 PORT RATE SECONDS"); exit(2)
+            print("usage: peerlink-bench handover-send PEER-ID-FILE HOST1 HOST2 PORT RATE SECONDS [copy]"); exit(2)
         }
         let node = try Node(identity: Identity(), displayName: "sender", transports: [TCPTransport()], datagrams: false)
-        let session = Session(node: node)
+        let session = Session(node: node, policy: policy(copy: args.count == 7))
         let info = PeerInfo(peerID: peer, displayName: "receiver", info: [:], endpoints: [
             TransportEndpoint(medium: .tcp, host: args[1], port: port), TransportEndpoint(medium: .tcp, host: args[2], port: port)])
         try await node.invite(info, to: session, timeout: 10)
@@ -49,7 +51,7 @@ enum HandoverBench {
         let links = (await session.links()).first?.links.count ?? 0
         FileHandle.standardError.write(Data("sender: \(links) links\n".utf8))
         Task { for await e in session.events { if case let .carrierChanged(_, link, role, reason) = e, role == .reliable {
-            FileHandle.standardError.write(Data("sender: reliable → link \(link): \(reason)\n".utf8)) } } }
+            FileHandle.standardError.write(Data("sender: at \(DispatchTime.now().uptimeNanoseconds / 1000) us reliable → link \(link): \(reason)\n".utf8)) } } }
         let count = Int(rate * seconds)
         let start = DispatchTime.now().uptimeNanoseconds
         for i in 0..<count {
@@ -62,6 +64,12 @@ enum HandoverBench {
         }
         try await Task.sleep(nanoseconds: 2_000_000_000)
         print("{\"sent\":\(count)}")
+    }
+
+    private static func policy(copy: Bool) -> LinkPolicy {
+        var p = LinkPolicy()
+        p.copyMessages = copy
+        return p
     }
 }
 

@@ -25,6 +25,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Medium to use only when nothing else is up: ip (e.g. metered Wi-Fi) or bluetooth. Repeatable.", valueName: "medium"))
     var avoid: [String] = []
 
+    @Flag(name: .long, help: "Also send reliable messages on a second link while one is up (up to a quarter of its throughput), so a link that fails silently delays nothing; costs sending them twice.")
+    var copyMessages = false
+
     @Flag(name: .long, help: "Print one JSON object per line instead of text.")
     var json = false
 
@@ -33,6 +36,7 @@ struct NodeOptions: ParsableArguments {
             throw ValidationError("--policy '\(policy)' is not known; use one of: " + LinkPolicy.Kind.allCases.map(\.rawValue).joined(separator: ", "))
         }
         var p = LinkPolicy(kind)
+        p.copyMessages = copyMessages
         for a in avoid {
             switch a {
             case "ip", "wifi", "tcp": p.avoid.insert(.ip)

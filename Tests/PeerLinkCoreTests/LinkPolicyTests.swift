@@ -30,6 +30,28 @@ final class LinkPolicyTests: XCTestCase {
         XCTAssertEqual(p.choose([fresh, wifi], previous: early).carrier[.reliable], 1)
     }
 
+    func testMessageCopiesGoToTheNextBestUsableLink() {
+        XCTAssertNil(LinkPolicy(.bluetoothFirst).choose([bt, wifi]).messageCopy, "off by default")
+        var p = LinkPolicy(.bluetoothFirst)
+        p.copyMessages = true
+        let c = p.choose([bt, wifi])
+        XCTAssertEqual(c.carrier[.reliable], 1)
+        XCTAssertEqual(c.messageCopy, 2)
+        XCTAssertTrue(c.messageCopyReason?.contains("copy") ?? false)
+        // A quarter of the copy link's throughput (5 MB/s here), never less than 32 KiB/s.
+        XCTAssertEqual(c.messageCopyRate ?? 0, 0.25 * 5_000_000, accuracy: 5_000)
+        var w = LinkPolicy(.wifiFirst)
+        w.copyMessages = true
+        let onBluetooth = w.choose([bt, wifi])
+        XCTAssertEqual(onBluetooth.messageCopy, 1)
+        XCTAssertEqual(onBluetooth.messageCopyRate, LinkPolicy.minimumCopyRate, "a quarter of 90 kB/s is below the minimum")
+        XCTAssertNil(p.choose([wifi]).messageCopy, "one link: nothing to copy onto")
+        var lossy = wifi; lossy.loss = 0.5
+        XCTAssertNil(p.choose([bt, lossy]).messageCopy, "not onto a lossy link")
+        p.avoid = [.ip]
+        XCTAssertNil(p.choose([bt, wifi]).messageCopy, "not onto an avoided medium")
+    }
+
     func testWifiFirstAndOnlyPolicies() {
         XCTAssertEqual(LinkPolicy(.wifiFirst).choose([bt, wifi]).carrier[.reliable], 2)
         XCTAssertEqual(LinkPolicy(.wifiFirst).choose([bt]).carrier[.reliable], 1)

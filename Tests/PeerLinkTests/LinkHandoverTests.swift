@@ -81,6 +81,34 @@ final class LinkHandoverTests: XCTestCase {
         XCTAssertTrue(why?.contains("fallback") ?? false, "\(String(describing: why))")
     }
 
+    func testMessageCopiesAreListedAndNothingArrivesTwiceAcrossASilentCut() async throws {
+        var policy = LinkPolicy(.bluetoothFirst)
+        policy.copyMessages = true
+        let p = try await twoLinkPair(policy: policy)
+        let peers = await p.sb.links()
+        let copy = peers.first?.links.first { $0.carries.contains("reliable-copy") }
+        XCTAssertEqual(copy?.medium, .tcp, "Wi-Fi gets the copies while Bluetooth carries")
+        XCTAssertTrue(copy?.reasons["reliable-copy"]?.contains("copy-messages on") ?? false, "\(String(describing: copy?.reasons))")
+        XCTAssertEqual(peers.first?.links.first { $0.carries.contains("reliable") }?.medium, .rfcomm)
+
+        let total = 2000
+        let receiver = Task { () -> [Int] in
+            var got: [Int] = []
+            for await e in p.sa.events {
+                if case let .message(_, bytes, .reliable) = e { got.append(Int(String(decoding: bytes, as: UTF8.self)) ?? -1) }
+                if got.count >= total { break }
+            }
+            return got
+        }
+        for i in 0..<total {
+            if i == total / 2 { p.net.cut("a-bt") }
+            try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
+            if i % 100 == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        let got = await receiver.value
+        XCTAssertEqual(got, Array(0..<total), "each message once, in order, though most arrived twice")
+    }
+
     func testUpgradeToBluetoothAfterTheDwellTime() async throws {
         var policy = LinkPolicy(.bluetoothFirst)
         policy.dwellMillis = 600

@@ -247,6 +247,8 @@ actor PeerChannel {
         if core.preferredLink != choice.carrier[.reliable] { core.preferredLink = choice.carrier[.reliable] }
         if core.preferredBulkLink != choice.carrier[.bulk] { core.preferredBulkLink = choice.carrier[.bulk] }
         core.preferredUnreliableLink = choice.carrier[.unreliable]
+        core.preferredCopyLink = choice.messageCopy
+        if let rate = choice.messageCopyRate { core.copyBytesPerSecond = rate }
     }
 
     /// The link that really carries `role` now (the core may avoid a suspected link).
@@ -516,19 +518,23 @@ actor PeerChannel {
 
     // MARK: observation
 
+    /// What `peerlink links` lists for a link that gets copies of the reliable messages.
+    static let copyRole = "reliable-copy"
+
     func snapshot() -> PeerLinks {
         let now = Clock.now()
         let list = links.values.sorted { $0.id < $1.id }.map { l in
-            let roles = LinkRole.allCases.filter { carrier(of: $0) == l.id }
+            var roles = LinkRole.allCases.filter { carrier(of: $0) == l.id }.map { ($0.rawValue, reason(for: $0, on: l.id)) }
+            if core.copyLink == l.id { roles.append((Self.copyRole, choice.messageCopyReason ?? "copy of reliable messages")) }
             let st = core.stats(of: l.id, now: now)
             let why = roles.isEmpty
                 ? (suspectReason[l.id].map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
-                : roles.map { "\($0.rawValue): \(reason(for: $0, on: l.id))" }.joined(separator: "; ")
+                : roles.map { "\($0.0): \($0.1)" }.joined(separator: "; ")
             return LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
                                 rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
                                 state: st?.suspect == true ? "suspected" : "up",
-                                carries: roles.map(\.rawValue),
-                                reasons: Dictionary(uniqueKeysWithValues: roles.map { ($0.rawValue, reason(for: $0, on: l.id)) }),
+                                carries: roles.map(\.0),
+                                reasons: Dictionary(uniqueKeysWithValues: roles),
                                 reason: why)
         }
         return PeerLinks(peer: peer, displayName: displayName, state: state, links: list)

@@ -254,7 +254,8 @@ public struct LinkSnapshot: Sendable, Codable {
     public var throughput: Double?
     /// "up", or "suspected" while silent with data in flight.
     public var state: String
-    /// The roles (control, reliable, bulk, unreliable) this link carries now.
+    /// The roles (control, reliable, bulk, unreliable) this link carries now, and
+    /// "reliable-copy" while it gets copies of the reliable messages (`LinkPolicy.copyMessages`).
     public var carries: [String]
     /// Why this link carries each of its roles (role → reason).
     public var reasons: [String: String]

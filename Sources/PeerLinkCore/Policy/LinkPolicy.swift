@@ -43,6 +43,11 @@ public struct LinkMetrics: Sendable, Equatable {
 public struct LinkChoice: Sendable, Equatable {
     public var carrier: [LinkRole: LinkID] = [:]
     public var reason: [LinkRole: String] = [:]
+    /// The link that also gets a copy of each reliable message (`LinkPolicy.copyMessages`).
+    public var messageCopy: LinkID?
+    public var messageCopyReason: String?
+    /// Bytes per second the copies may take on that link.
+    public var messageCopyRate: Double?
     public init() {}
 }
 
@@ -63,6 +68,14 @@ public struct LinkPolicy: Sendable, Equatable {
     /// Classes of link the user would rather not use (metered, or costly in power on a
     /// battery device): used for a role only when no other allowed link is usable.
     public var avoid: Set<LinkClass> = []
+    /// Also send reliable messages (and control records) on the next best link while one is
+    /// up, within the session's `messageCopyBytesPerSecond`: a carrier that fails silently then
+    /// delays nothing, at the cost of sending messages twice. Never onto an avoided or lossy link.
+    public var copyMessages = false
+    /// Share of the copy link's estimated throughput the copies may take (at least
+    /// `minimumCopyRate`).
+    public var copyShare = 0.25
+    public static let minimumCopyRate = 32.0 * 1024
     /// Bytes each frame costs beyond its payload on the wire (AEAD tag, length prefix,
     /// frame and record headers): bulk speed is weighed by `maxFrame / (maxFrame + this)`.
     public static let frameOverhead = 40
@@ -92,6 +105,13 @@ public struct LinkPolicy: Sendable, Equatable {
                 out.reason[role] = best.why
             }
         }
+        if copyMessages, let second = rank(allowed, for: .reliable).first(where: {
+            $0.link.id != out.carrier[.reliable] && !$0.demoted && !avoid.contains($0.link.linkClass) }) {
+            let rate = max(Self.minimumCopyRate, copyShare * speed(of: second.link))
+            out.messageCopy = second.link.id
+            out.messageCopyRate = rate
+            out.messageCopyReason = "copy of reliable messages (copy-messages on, up to \(Int(rate / 1000)) kB/s): next link for messages, \(second.why)"
+        }
         return out
     }
 
@@ -115,9 +135,7 @@ public struct LinkPolicy: Sendable, Equatable {
         links.map { l in
             let demoted = l.loss > lossLimit
             let rtt = Double(l.rttMillis ?? 10_000)
-            let raw = l.throughput ?? (l.linkClass == .ip ? 10_000_000 : l.linkClass == .bluetooth ? 100_000 : 1_000_000)
-            let frame = Double(l.maxFrame ?? 65519)
-            let speed = raw * frame / (frame + Double(Self.frameOverhead))
+            let speed = speed(of: l)
             var tier: Int
             var measure: Double
             var why: String
@@ -150,6 +168,14 @@ public struct LinkPolicy: Sendable, Equatable {
             return Ranked(link: l, demoted: demoted, tier: tier, measure: measure, why: why)
         }
         .sorted { ($0.tier, $0.measure, $0.link.id) < ($1.tier, $1.measure, $1.link.id) }
+    }
+
+    /// A link's throughput for payload (measured, or assumed for its class until measured),
+    /// weighed by its frame size.
+    private func speed(of l: LinkMetrics) -> Double {
+        let raw = l.throughput ?? (l.linkClass == .ip ? 10_000_000 : l.linkClass == .bluetooth ? 100_000 : 1_000_000)
+        let frame = Double(l.maxFrame ?? 65519)
+        return raw * frame / (frame + Double(Self.frameOverhead))
     }
 
     /// Whether `best` should replace the current carrier `kept`.

@@ -30,6 +30,10 @@ public struct SessionConfig: Sendable, Equatable {
     /// is up, its lanes move there and resend what is unacknowledged. The link itself stays
     /// until `deadAfter`.
     public var suspectAfter: UInt64 = 150
+    /// Main-lane bytes per second that may be copied onto a second link (see
+    /// `SessionCore.preferredCopyLink`) until the link policy sets `SessionCore.copyBytesPerSecond`
+    /// from that link's throughput; frames beyond the budget go on the carrier only.
+    public var messageCopyBytesPerSecond = 32 * 1024
 
     public init() {}
 }

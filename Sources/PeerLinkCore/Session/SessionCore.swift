@@ -64,6 +64,15 @@ public struct SessionCore: Sendable {
     public var preferredBulkLink: LinkID? { didSet { flush() } }
     /// The link chosen for unreliable messages; nil follows the main lane.
     public var preferredUnreliableLink: LinkID?
+    /// A second link chosen by policy to get a copy of every main-lane frame (reliable
+    /// messages and control records), so that a carrier failing silently costs no delivery
+    /// delay: the receiver keeps whichever copy comes first. Nil sends no copies.
+    public var preferredCopyLink: LinkID?
+    /// Main-lane bytes per second that may be copied (a token bucket one second deep); 0
+    /// sends no copies.
+    public var copyBytesPerSecond: Double
+    private var copyTokens = 0.0
+    private var copyRefilledAt: UInt64 = 0
 
     // MARK: reliable lanes
     private var mainLane = ReliableLane(.main)
@@ -89,6 +98,7 @@ public struct SessionCore: Sendable {
         self.role = role
         self.config = config
         self.nextStreamID = role == .initiator ? 1 : 2
+        self.copyBytesPerSecond = Double(config.messageCopyBytesPerSecond)
     }
 
     /// Everything produced since the last call, in order.
@@ -116,6 +126,13 @@ public struct SessionCore: Sendable {
     public var unreliableLink: LinkID? {
         if let p = preferredUnreliableLink, let s = links[p], !s.suspect { return p }
         return activeLink
+    }
+    /// The link that gets copies of main-lane frames now: the preferred copy link while it is
+    /// live, not suspected and not itself the carrier.
+    public var copyLink: LinkID? {
+        guard copyBytesPerSecond > 0, let c = preferredCopyLink, let s = links[c], !s.suspect,
+              c != carrier(of: .main) else { return nil }
+        return c
     }
     /// Last measured round-trip time of a link.
     public func roundTrip(of link: LinkID) -> UInt64? { links[link]?.rtt }
@@ -159,6 +176,7 @@ public struct SessionCore: Sendable {
         if preferredLink == link { preferredLink = nil }
         if preferredBulkLink == link { preferredBulkLink = nil }
         if preferredUnreliableLink == link { preferredUnreliableLink = nil }
+        if preferredCopyLink == link { preferredCopyLink = nil }
         // A link that comes back under the same name is a new carrier: resend on it.
         for l in Lane.allCases where lane(l).carryingLink == link { modify(l) { $0.carryingLink = nil } }
         flush()
@@ -301,9 +319,9 @@ public struct SessionCore: Sendable {
         case let .bulk(seq, record):
             receiveReliable(.bulk, seq: seq, record: record, on: link, now: now)
         case let .ack(upTo):
-            receiveAck(.main, upTo, now: now)
+            receiveAck(.main, upTo, on: link, now: now)
         case let .bulkAck(upTo):
-            receiveAck(.bulk, upTo, now: now)
+            receiveAck(.bulk, upTo, on: link, now: now)
         case let .unreliable(payload):
             outputs.append(.event(.message(payload, reliable: false)))
         case let .ping(token):
@@ -467,11 +485,25 @@ public struct SessionCore: Sendable {
             let t = now ?? links[link]?.lastSent ?? 0
             // A new carrier: everything unacknowledged goes out again on it, in order.
             if lane(l).carryingLink != link { modify(l) { $0.restart(on: link) } }
+            let copy = l == .main ? copyLink : nil
             while let frame = modify(l, { $0.nextToSend(window: window, now: t) }) {
                 transmit(frame, on: link, now: t)
+                if let copy, takeCopyBudget(frame.encodedSizeEstimate, now: t) { transmit(frame, on: copy, now: t) }
             }
             if lane(l).backlogBytes > 0 { links[link]?.saturated = true }
         }
+    }
+
+    /// Whether a copy of `bytes` fits the copy budget now (and spends it).
+    private mutating func takeCopyBudget(_ bytes: Int, now: UInt64) -> Bool {
+        let rate = copyBytesPerSecond
+        if now > copyRefilledAt {
+            copyTokens = min(rate, copyTokens + rate * Double(now - copyRefilledAt) / 1000)
+            copyRefilledAt = now
+        }
+        guard copyTokens >= Double(bytes) else { return false }
+        copyTokens -= Double(bytes)
+        return true
     }
 
     /// The bytes a lane may have in flight on `link`. Bulk data that shares the message
@@ -483,7 +515,7 @@ public struct SessionCore: Sendable {
         return min(config.sendWindow, max(config.sharedBulkMinimum, Int(rate * Double(config.sharedBulkMillis) / 1000)))
     }
 
-    private mutating func receiveAck(_ lane: Lane, _ upTo: UInt64, now: UInt64) {
+    private mutating func receiveAck(_ lane: Lane, _ upTo: UInt64, on link: LinkID, now: UInt64) {
         guard let acked = modify(lane, { $0.acknowledge(upTo: upTo) }) else {
             let last = self.lane(lane).nextSeq - 1
             outputs.append(.event(.protocolViolation("acknowledgement of \(upTo) for \(lane.rawValue) records never sent (last is \(last))")))
@@ -491,7 +523,10 @@ public struct SessionCore: Sendable {
         }
         if let carrier = self.lane(lane).carryingLink {
             links[carrier]?.rateWindowBytes += acked
-            if acked > 0 { progressed(carrier, now: now) }
+            // While a copy link also carries the records, an acknowledgement that comes back on
+            // it may be for what only the copy delivered: it says nothing of the carrier.
+            let copied = lane == .main && copyLink != nil && link != carrier
+            if acked > 0, !copied { progressed(carrier, now: now) }
         }
         flush(now: now)
     }
