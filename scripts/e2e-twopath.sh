@@ -3,8 +3,9 @@
 # 10.78.0.0/24, like a dock's Ethernet plus Wi-Fi), each host with its own dbus-daemon and
 # avahi-daemon on both interfaces, running the real `peerlink` CLI:
 # one invitation → the link manager opens a TCP link on each path (no second question to the
-# app) → `peerlink links` shows both → the carrying path goes down mid-stream → every message
-# arrives once, in order, over the other path → the path comes back → it is redialled.
+# app) → `peerlink links` shows both, the second one getting copies of beta's messages (beta
+# runs with --copy-messages) → the carrying path goes down mid-stream → every message arrives
+# once, in order, over the other path → the path comes back → it is redialled.
 #
 #   scripts/e2e-twopath.sh [PEERLINK_BINARY]
 # Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
@@ -71,7 +72,7 @@ exec 7<>"$work/in-a" 8<>"$work/in-b"
 pids+=($!)
 wait_for "$work/chat-a.out" '"event":"advertising"' 10
 "$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-b" "$bin" chat --service $SERVICE --name beta \
-    --peer alpha --json <"$work/in-b" >"$work/chat-b.out" 2>"$work/chat-b.err" &
+    --peer alpha --copy-messages --json <"$work/in-b" >"$work/chat-b.out" 2>"$work/chat-b.err" &
 pids+=($!)
 check "beta connects to alpha" wait_for "$work/chat-b.out" '"state":"connected"' 15
 check "the link manager opens a TCP link on each path" wait_links beta 2 15
@@ -92,6 +93,25 @@ PY
 )
 carrier=$(echo "$carrier" | head -1)
 echo "reliable messages travel on ${carrier:-?}"
+# beta runs with --copy-messages: its other link gets a copy of each message, and alpha must
+# still see each message once.
+copy_path() {
+    python3 - "$1" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    for p in r["peers"]:
+        for l in p["links"]:
+            if r["name"] == "beta" and "reliable-copy" in l["carries"] and "reliable" not in l["carries"]:
+                print("lab1" if l["remote"].startswith("10.78.") else "lab0")
+PY
+}
+copies=$(copy_path "$work/links.json")
+for _ in $(seq 20); do
+    [ -n "$copies" ] && break
+    sleep 0.25; "$bin" links --json >"$work/links-copy.json" 2>/dev/null; copies=$(copy_path "$work/links-copy.json")
+done
+check "beta's other path gets copies of its messages (reliable-copy in peerlink links)" \
+    test -n "$copies" -a "$(echo "$copies" | head -1)" != "${carrier:-none}"
 for i in $(seq 1 150); do echo "m $i" >&8; done
 wait_for "$work/chat-a.out" '"text":"m 150"' 15
 ip -n "$A" link set "${carrier:-lab0}" down
