@@ -2,6 +2,7 @@
 // in the same run. Not a test: it checks nothing, it measures.
 //
 //   swift run -c release peerlink-bench [MEGABYTES]       loopback TCP vs a raw socket and iperf3
+//   peerlink-bench resource [MEGABYTES]                    only the loopback file transfer (for profiling)
 //   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB [FRAGMENTS]]   inside the Bluetooth lab (scripts/bench-bt.sh):
 //       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
 //       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
@@ -187,6 +188,13 @@ if arguments.first == "handover-send" {
 }
 if arguments.first == "bluetooth" {
     try await bluetoothBenchmark(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "resource" {
+    // peerlink-bench resource [MEGABYTES]: only the file transfer (for profiling it).
+    let mib = arguments.dropFirst().first.flatMap(Int.init) ?? 64
+    let r = mbps(mib << 20, try await sessionResource(bytes: mib << 20))
+    print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s", r))
     exit(0)
 }
 print("PeerLink loopback benchmark, \(megabytes) MiB per transfer, \(ProcessInfo.processInfo.activeProcessorCount) cores")

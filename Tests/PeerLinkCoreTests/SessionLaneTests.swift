@@ -180,20 +180,40 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1 << 20, "the stream still completes")
     }
 
+    /// Bulk bytes put on the wire by A since `from` (an index into `sentByA`).
+    func bulkBytesSent(_ p: SessionPair, from: Int = 0) -> Int {
+        p.sentByA[from...].reduce(0) { n, f in if case let .bulk(_, .streamData(_, b)) = f.frame { return n + b.count }; return n }
+    }
+
     /// On a fast link the shared bulk window opens within a fraction of a second, not over
     /// several once-a-second estimates (a 32 MiB file on loopback ran at 15 MB/s because of it).
     /// Simulated time: each 20 ms step the peers exchange whatever the windows allow.
     func testSharedBulkWindowOpensQuicklyOnAFastLink() throws {
         let (p, id) = try sharedLinkPair(streamWindow: 1 << 26)
-        let size = 8 << 20
-        try p.a.write([UInt8](repeating: 3, count: size), to: id, now: p.now)
-        p.advance(by: 200, step: 20)
-        let early = streamBytes(p.eventsB, id).count
-        XCTAssertLessThan(early, size / 4, "the window starts small (sharedBulkMinimum)")
-        p.advance(by: 400, step: 20)
-        XCTAssertEqual(streamBytes(p.eventsB, id).count, size,
-                       "after 0.6 s the window has opened (once-a-second estimates moved \(early) bytes per 0.2 s)")
+        try p.a.write([UInt8](repeating: 3, count: 8 << 20), to: id, now: p.now)
+        p.collect()
+        XCTAssertLessThanOrEqual(bulkBytesSent(p), 32 * 1024 + 16 * 1024, "the window starts small (sharedBulkMinimum)")
+        p.advance(by: 600, step: 20)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 8 << 20)
         XCTAssertGreaterThan(p.a.stats(of: 1, now: p.now)?.throughput ?? 0, 1_000_000)
+        // After 0.6 s the estimate lets a new burst have far more than the minimum in flight.
+        let mark = p.sentByA.count
+        try p.a.write([UInt8](repeating: 4, count: 4 << 20), to: id, now: p.now)
+        p.collect()
+        XCTAssertGreaterThan(bulkBytesSent(p, from: mark), 512 * 1024, "the shared window has opened")
+    }
+
+    /// The receiver acknowledges once `ackBytes` arrived, not only after 16 frames or at the
+    /// next tick: with a 32 KiB window of 16 KiB fragments, a tick-bound sender moved 32 KiB
+    /// per tick (≈ 0.9 MB/s) until its first capacity estimate, a second later.
+    func testAcknowledgedByBytesWithoutWaitingForATick() throws {
+        let (p, id) = try sharedLinkPair(streamWindow: 1 << 20)
+        try p.a.write([UInt8](repeating: 6, count: 1 << 20), to: id, now: p.now)
+        p.run()  // deliveries only: no timer tick, no time passes
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 1 << 20, "each 32 KiB acknowledged at once opened the window again")
+        let acks = p.sentByB.filter { if case .bulkAck = $0.frame { return true }; return false }
+        XCTAssertGreaterThanOrEqual(acks.count, (1 << 20) / (32 * 1024) - 1)
+        XCTAssertLessThanOrEqual(acks.count, (1 << 20) / (16 * 1024), "no more than one ack per 32 KiB, rounded to frames")
     }
 
     func testNoSuspicionWithoutAnotherLinkOrWithoutDataInFlight() throws {

@@ -55,6 +55,8 @@ struct ReliableLane: Sendable {
     private(set) var delivered: UInt64 = 0
     private var reorder: [UInt64: Record] = [:]
     var receivedSinceAck = 0
+    /// Estimated bytes of the frames counted in `receivedSinceAck`.
+    var receivedBytesSinceAck = 0
     /// The link the latest record arrived on: acknowledgements go back the same way.
     var ackLink: LinkID?
 
@@ -117,6 +119,7 @@ struct ReliableLane: Sendable {
     /// Takes a received record: returns what is now deliverable in order, or why nothing is.
     mutating func receive(seq: UInt64, record: Record, on link: LinkID, maxReorder: Int) -> Arrival {
         receivedSinceAck += 1
+        receivedBytesSinceAck += lane.frame(seq: seq, record: record).encodedSizeEstimate
         ackLink = link
         if seq == delivered + 1 {
             var ready = [record]
@@ -137,6 +140,7 @@ struct ReliableLane: Sendable {
     /// The acknowledgement to send now (resets the counter).
     mutating func takeAck() -> Frame {
         receivedSinceAck = 0
+        receivedBytesSinceAck = 0
         return lane.ack(upTo: delivered)
     }
 }

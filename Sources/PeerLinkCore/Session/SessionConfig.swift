@@ -21,8 +21,11 @@ public struct SessionConfig: Sendable, Equatable {
     public var maxBacklog = 4 * 1024 * 1024
     /// Credit granted per stream at open, and refilled as the application consumes.
     public var streamWindow: UInt32 = 256 * 1024
-    /// Acknowledge after this many reliable frames, or on the next tick, whichever is first.
+    /// Acknowledge after this many reliable frames, or on the next tick, whichever is first…
     public var ackEvery = 16
+    /// …or once frames of about this many bytes arrived, so a sender whose window is still
+    /// small (a shared bulk window opening from `sharedBulkMinimum`) is not held to the timer.
+    public var ackBytes = 32 * 1024
     /// Out-of-order reliable frames buffered (possible with several links), at most.
     public var maxReorder = 4096
     /// A carrier with records in flight that has sent nothing back for this long (or longer

@@ -569,7 +569,10 @@ public struct SessionCore: Sendable {
         case .overflow:
             outputs.append(.event(.protocolViolation("more than \(config.maxReorder) \(lane.rawValue) records out of order")))
         }
-        if self.lane(lane).receivedSinceAck >= config.ackEvery, !acknowledgementsPaused { sendAck(lane, on: link, now: now) }
+        let l = self.lane(lane)
+        if l.receivedSinceAck >= config.ackEvery || l.receivedBytesSinceAck >= config.ackBytes, !acknowledgementsPaused {
+            sendAck(lane, on: link, now: now)
+        }
     }
 
     /// Acknowledgements go back on the link the records came on, unless it is gone.
