@@ -141,13 +141,28 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     }
 
     func setReachable(_ link: Scenario.LinkSpec, _ reachable: Bool) async throws {
-        switch link.kind {
-        case .bluetooth: try power(reachable)
-        case .wifi: try drop(reachable ? nil : 100)
+        try await offThePool {
+            switch link.kind {
+            case .bluetooth: try self.power(reachable)
+            case .wifi: try self.drop(reachable ? nil : 100)
+            }
         }
     }
 
     func apply(_ e: Scenario.TimedEvent, to l: Scenario.LinkSpec, index: Int) async throws {
+        try await offThePool { try self.applyNow(e, to: l) }
+    }
+
+    /// Runs blocking commands (btmgmt, nft, ip: hundreds of milliseconds each in the emulated
+    /// VM) on a dispatch thread, not on one of the two cooperative threads the nodes under
+    /// test run on.
+    private func offThePool(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, Error>) in
+            DispatchQueue.global().async { c.resume(with: Result { try body() }) }
+        }
+    }
+
+    private func applyNow(_ e: Scenario.TimedEvent, to l: Scenario.LinkSpec) throws {
         switch (l.kind, e.action) {
         case (.bluetooth, .off), (.bluetooth, .cut): try power(false)
         case (.bluetooth, .restore): try power(true)
