@@ -49,20 +49,21 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
     /// bluetoothd restarts while A advertises and B browses (both through the same daemon, as
     /// everything in the VM): B reports A lost and then found again, and can invite it. Runs
     /// after test7 on the same pair (two more BR/EDR connections: resolve + invite). Over
-    /// RFCOMM: with L2CAP, closing a socket whose ACL the restart had torn down hit a kernel
-    /// BUG in the lab's kernel (list_del corruption in hci_chan_del from l2cap_sock_release,
-    /// Debian 6.1.0-56), which killed the test process (Hardware/bt-lab/README.md, Quirks).
+    /// L2CAP. On the lab's old 6.1 kernel this test ran over RFCOMM instead:
+    /// closing an L2CAP socket whose ACL the restart had torn down hit a kernel BUG
+    /// (list_del corruption in hci_chan_del, Hardware/bt-lab/README.md, Quirks); the lab now
+    /// boots 6.12.
     func test8BluetoothdRestartWhileAdvertisingAndBrowsing() async throws {
         let rx = try controller(7), tx = try controller(6)
         let service = try ServiceType("bt-restart")
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: rx)], handshakeTimeout: 20)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [L2CAPTransport(adapterAddress: rx)], handshakeTimeout: 20)
         let sa = Session(node: a)
         let adv = Advertiser(node: a, service: service, discoveries: [BlueZDiscovery(node: a, adapter: "hci7")])
         let accepter = Task { for await inv in adv.invitations { inv.accept(into: sa) } }
         let noticesA = Task { for await n in adv.notices { labLog("A notice: \(n)") } }
         defer { accepter.cancel(); noticesA.cancel() }
         try await adv.start()
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: tx)], handshakeTimeout: 20)
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [L2CAPTransport(adapterAddress: tx)], handshakeTimeout: 20)
         let sb = Session(node: b)
         let browser = Browser(node: b, service: service, discoveries: [BlueZDiscovery(node: b, adapter: "hci6")])
         let events = BrowserLog()
