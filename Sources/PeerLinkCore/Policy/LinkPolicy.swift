@@ -69,12 +69,12 @@ public struct LinkPolicy: Sendable, Equatable {
     /// battery device): used for a role only when no other allowed link is usable.
     public var avoid: Set<LinkClass> = []
     /// Also send reliable messages (and control records) on the next best link while one is
-    /// up, within the session's `messageCopyBytesPerSecond`: a carrier that fails silently then
+    /// up, within `copyShare` of that link's throughput: a carrier that fails silently then
     /// delays nothing, at the cost of sending messages twice. Never onto an avoided or lossy link.
     public var copyMessages = false
-    /// Share of the copy link's estimated throughput the copies may take (at least
-    /// `minimumCopyRate`).
+    /// Share of the copy link's estimated throughput the copies may take.
     public var copyShare = 0.25
+    /// The copy budget on any link, at least (bytes per second).
     public static let minimumCopyRate = 32.0 * 1024
     /// Bytes each frame costs beyond its payload on the wire (AEAD tag, length prefix,
     /// frame and record headers): bulk speed is weighed by `maxFrame / (maxFrame + this)`.
