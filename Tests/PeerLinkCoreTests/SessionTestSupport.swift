@@ -20,6 +20,9 @@ final class SessionPair {
     var sentByB: [(at: UInt64, link: LinkID, frame: Frame)] = []
     /// Frames on these links are lost (transmitted into the void).
     var cut: Set<LinkID> = []
+    /// Links whose frames wait (in order, nothing lost) until `release(_:)`: a stalled link.
+    var held: Set<LinkID> = []
+    private var heldFrames: [InFlight] = []
     /// Links on which frames travel only from A to B (B's answers are lost).
     var oneWayToB: Set<LinkID> = []
     /// Links on which frames travel only from B to A (A's frames are lost).
@@ -70,6 +73,16 @@ final class SessionPair {
         queue = Array(rest); head = 0
     }
 
+    /// Ends a stall: what `link` held is delivered first, in the order it was sent.
+    func release(_ link: LinkID) {
+        collect()
+        held.remove(link)
+        let mine = heldFrames.filter { $0.link == link }
+        heldFrames.removeAll { $0.link == link }
+        queue = mine + queue[head...]
+        head = 0
+    }
+
     /// Delivers queued frames in order (and whatever they cause) until none are left or
     /// `limit` frames have been delivered. Returns the number delivered.
     @discardableResult
@@ -81,6 +94,7 @@ final class SessionPair {
             head += 1
             if head > 4096 { queue.removeFirst(head); head = 0 }
             if cut.contains(f.link) { continue }
+            if held.contains(f.link) { heldFrames.append(f); continue }
             if f.to == .a, oneWayToB.contains(f.link) { continue }
             if f.to == .b, oneWayToA.contains(f.link) { continue }
             switch f.to {

@@ -91,7 +91,7 @@ final class ScenarioFileTests: XCTestCase {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scenarios").standardized.path
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".toml") }.sorted()
         XCTAssertEqual(files, ["both-from-start.toml", "bt-dies-stay-wifi.toml", "bt-only.toml", "flapping-at-half-rate.toml", "flapping-under-load.toml",
-                               "loss-5pct-preferred.toml", "wifi-appears-upgrade.toml", "wifi-dies-mid-transfer.toml", "wifi-only.toml"])
+                               "loss-5pct-preferred.toml", "silent-cut-with-copies.toml", "wifi-appears-upgrade.toml", "wifi-dies-mid-transfer.toml", "wifi-only.toml"])
         for f in files {
             let s = try Scenario.parse(String(contentsOfFile: dir + "/" + f, encoding: .utf8))
             XCTAssertEqual(s.name + ".toml", f, "the scenario's name matches its file")

@@ -14,6 +14,10 @@ public struct SessionCore: Sendable {
     public let role: Role
     /// Unanswered pings remembered per link, so a slow pong still measures the RTT.
     static let maxOutstandingPings = 8
+    /// The suspicion bound grows at most this much after false alarms, and forgets one of
+    /// them after `falseAlarmMemory` ms without another.
+    static let maxSuspectBackoff: UInt64 = 4
+    static let falseAlarmMemory: UInt64 = 30_000
     /// Acknowledged bytes a quarter second must carry before it may raise a link's capacity
     /// estimate early (slow links, a few frames a second, keep the once-a-second estimate).
     static let rampBytes = 256 * 1024
@@ -48,6 +52,14 @@ public struct SessionCore: Sendable {
         /// Records in flight and no progress (silent, or its PINGs unanswered while the peer
         /// still talks): lanes avoid it until it answers a PING again.
         var suspect = false
+        /// When the current suspicion began, and the bound it was judged against.
+        var suspectedAt: UInt64 = 0
+        var suspectedBound: UInt64 = 0
+        /// Multiplies the suspicion bound after false alarms (a suspected link that answered
+        /// again within one more bound, as a link whose own retransmissions stall it does);
+        /// 1, 2 or 4; halves after `falseAlarmMemory` without another.
+        var suspectBackoff: UInt64 = 1
+        var lastFalseAlarm: UInt64 = 0
     }
     private var links: [LinkID: LinkState] = [:]
     private var linkOrder: [LinkID] = []
@@ -390,6 +402,10 @@ public struct SessionCore: Sendable {
                 recordProbe(on: link, lost: true)
             }
             updateThroughput(of: link, now: now)
+            if s.suspectBackoff > 1, now >= s.lastFalseAlarm + SessionCore.falseAlarmMemory {
+                links[link]?.suspectBackoff = s.suspectBackoff / 2
+                links[link]?.lastFalseAlarm = now
+            }
         }
         suspectStalledCarriers(now: now)
         guard !acknowledgementsPaused else { return }
@@ -423,7 +439,8 @@ public struct SessionCore: Sendable {
     private func suspectBound(of s: LinkState, frameBytes: Int) -> UInt64 {
         let rtt = 2 * (s.srtt ?? 0) + 4 * s.rttvar
         let frameTime = s.throughput.map { $0 > 0 ? 2000 * Double(frameBytes) / $0 : 0 } ?? 0
-        return max(config.suspectAfter, UInt64(min(rtt + frameTime, Double(config.deadAfter))))
+        let base = max(config.suspectAfter, UInt64(min(rtt + frameTime, Double(config.deadAfter))))
+        return min(base * s.suspectBackoff, max(base, config.deadAfter / 2))
     }
 
     private mutating func recordProbe(on link: LinkID, lost: Bool) {
@@ -446,6 +463,8 @@ public struct SessionCore: Sendable {
             guard now >= sent + bound, silent || stuck,
                   linkOrder.contains(where: { $0 != link && links[$0]?.suspect == false }) else { continue }
             links[link]?.suspect = true
+            links[link]?.suspectedAt = now
+            links[link]?.suspectedBound = bound
             // (An acknowledgement for records a link carried may come back on another link.)
             outputs.append(.event(.linkSuspected(link, silentFor: now - (silent ? s.lastReceived : s.lastProgress))))
             flush(now: now)
@@ -551,8 +570,15 @@ public struct SessionCore: Sendable {
     private mutating func progressed(_ link: LinkID, now: UInt64) {
         guard links[link] != nil else { return }
         links[link]?.lastProgress = now
-        if links[link]?.suspect == true {
-            links[link]?.suspect = false
+        if var s = links[link], s.suspect {
+            s.suspect = false
+            // Silent for less than two bounds in all: the link stalls now and then on its own
+            // (its retransmissions after a loss) rather than going away. Be slower to leave it.
+            if now < s.suspectedAt + s.suspectedBound {
+                s.suspectBackoff = min(2 * s.suspectBackoff, SessionCore.maxSuspectBackoff)
+                s.lastFalseAlarm = now
+            }
+            links[link] = s
             outputs.append(.event(.linkRecovered(link)))
             flush(now: now)
         }
