@@ -192,6 +192,7 @@ final class RFCOMMLabelled: MessageConnection {
     var queuedBytes: Int { inner.queuedBytes }
     func flush() async { await inner.flush() }
     func receive() async throws -> [UInt8]? { try await inner.receive() }
+    func receiveBatch(limit: Int) async throws -> [[UInt8]]? { try await inner.receiveBatch(limit: limit) }
     func close() { inner.close() }
     var remoteHost: String? { nil }
 }

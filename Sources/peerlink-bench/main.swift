@@ -190,6 +190,15 @@ if arguments.first == "bluetooth" {
     try await bluetoothBenchmark(Array(arguments.dropFirst()))
     exit(0)
 }
+if arguments.first == "messages" {
+    // Small reliable messages alone (for profiling): COUNT messages of 100 bytes, and raw TCP.
+    let count = arguments.dropFirst().first.flatMap(Int.init) ?? 200_000
+    let rawRate = try await rawSmallMessages(count: count, size: 100)
+    let plRate = Double(count) / (try await sessionMessages(count: count, size: 100))
+    print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
+    print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
+    exit(0)
+}
 if arguments.first == "resource" {
     // peerlink-bench resource [MEGABYTES]: only the file transfer (for profiling it).
     let mib = arguments.dropFirst().first.flatMap(Int.init) ?? 64

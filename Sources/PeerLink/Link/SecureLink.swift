@@ -20,6 +20,8 @@ public final class SecureLink: @unchecked Sendable {
     private let udp: UDPSocket?
     private let datagramTarget: (host: String, port: UInt16)?
     private var receiveCipher: NoiseCipherState  // used by the single reader only
+    /// An error met behind good frames of a batch, reported by the next receive (reader only).
+    private var deferredError: Error?
 
     private static let counter = LinkCounter()
 
@@ -120,7 +122,30 @@ public final class SecureLink: @unchecked Sendable {
     /// The next frame; nil when the link closed cleanly. Throws on undecryptable or malformed
     /// input (the caller closes the link). Only one task may call this.
     public func receive() async throws -> Frame? {
-        guard let message = try await connection.receive() else { return nil }
+        try await receiveBatch(limit: 1)?.first
+    }
+
+    /// The next frames (at least one, at most `limit`: what the connection already holds);
+    /// nil when the link closed cleanly. Frames before a bad message are returned first, and
+    /// the error comes with the next call. Only one task may call this.
+    public func receiveBatch(limit: Int = 64) async throws -> [Frame]? {
+        if let e = deferredError { deferredError = nil; throw e }
+        guard let messages = try await connection.receiveBatch(limit: limit) else { return nil }
+        var frames: [Frame] = []
+        frames.reserveCapacity(messages.count)
+        for message in messages {
+            do {
+                frames.append(try open(message))
+            } catch {
+                if frames.isEmpty { throw error }
+                deferredError = error
+                break
+            }
+        }
+        return frames
+    }
+
+    private func open(_ message: [UInt8]) throws -> Frame {
         let plaintext: [UInt8]
         do {
             plaintext = try receiveCipher.decrypt(message)

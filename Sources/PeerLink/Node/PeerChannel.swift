@@ -70,9 +70,9 @@ actor PeerChannel {
         }
         Task { [weak self] in
             do {
-                while let frame = try await link.receive() {
+                while let frames = try await link.receiveBatch() {
                     guard let self else { return }
-                    await self.received(frame, on: link.id)
+                    await self.received(frames, on: link.id)
                 }
                 await self?.linkGone(link.id, reason: "closed by the remote")
             } catch {
@@ -91,8 +91,9 @@ actor PeerChannel {
         process()
     }
 
-    private func received(_ frame: Frame, on link: LinkID) {
-        core.receive(frame, on: link, now: Clock.now())
+    private func received(_ frames: [Frame], on link: LinkID) {
+        let now = Clock.now()
+        for frame in frames { core.receive(frame, on: link, now: now) }
         process()
     }
 

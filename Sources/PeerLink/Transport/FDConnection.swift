@@ -108,6 +108,14 @@ public final class FDConnection: MessageConnection, @unchecked Sendable {
         }
     }
 
+    /// On a byte stream, the messages the last read brought in besides the first; on a message
+    /// socket, whatever more is queued in the kernel (read without waiting).
+    public func receiveBatch(limit: Int) async throws -> [[UInt8]]? {
+        try await withCheckedThrowingContinuation { c in
+            readQueue.async { [self] in c.resume(with: Result { try readBatch(limit: limit) }) }
+        }
+    }
+
     public func close() {
         let first: Bool = lock.withLock {
             defer { closed = true }
@@ -139,6 +147,23 @@ public final class FDConnection: MessageConnection, @unchecked Sendable {
             offset += n
         }
         return nil
+    }
+
+    private func readBatch(limit: Int) throws -> [[UInt8]]? {
+        guard let first = try readMessage() else { return nil }
+        var batch = [first]
+        while batch.count < max(1, limit) {
+            if lengthPrefixed {
+                // A malformed length is reported by the next receive, after these are handled.
+                guard let m = try? deframer.next() else { break }
+                batch.append(m)
+            } else {
+                let n = readBuffer.withUnsafeMutableBytes { raw in Glibc.recv(fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
+                guard n > 0 else { break }  // nothing queued, or closed/failed: the next receive says so
+                batch.append(Array(readBuffer[0..<n]))
+            }
+        }
+        return batch
     }
 
     private func readMessage() throws -> [UInt8]? {

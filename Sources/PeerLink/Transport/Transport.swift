@@ -29,6 +29,10 @@ public protocol MessageConnection: AnyObject, Sendable {
     func flush() async
     /// The next message; nil when the remote closed cleanly.
     func receive() async throws -> [UInt8]?
+    /// The next message and any others already received behind it (at most `limit`, at least
+    /// one); nil when the remote closed cleanly. Under load a reader takes many messages per
+    /// wake-up instead of one.
+    func receiveBatch(limit: Int) async throws -> [[UInt8]]?
     /// Closes both directions; pending and future `receive()` calls end.
     func close()
     /// The remote's numeric IP address, for IP media (used to reach its UDP port).
@@ -37,6 +41,7 @@ public protocol MessageConnection: AnyObject, Sendable {
 
 extension MessageConnection {
     public var remoteHost: String? { nil }
+    public func receiveBatch(limit: Int) async throws -> [[UInt8]]? { try await receive().map { [$0] } }
 }
 
 /// Accepts incoming connections until closed.

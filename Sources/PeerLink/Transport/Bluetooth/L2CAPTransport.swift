@@ -229,9 +229,13 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
     public func flush() async { await inner.flush() }
 
     public func receive() async throws -> [UInt8]? {
-        let result: [UInt8]?
+        try await receiveBatch(limit: 1)?.first
+    }
+
+    public func receiveBatch(limit: Int) async throws -> [[UInt8]]? {
+        let result: [[UInt8]]?
         do {
-            result = try await inner.receive()
+            result = try await inner.receiveBatch(limit: limit)
         } catch {
             if let r = lock.withLock({ refusal }) { throw r }
             throw error
