@@ -8,13 +8,23 @@
 #
 #   scripts/bench-bt.sh [MIB [L2CAP-FRAGMENTS]]   (default 2 MiB; fragments e.g. 600,4096,16384,
 #                                                  default the session's 16 KiB)
+#   scripts/bench-bt.sh --paired [ROUNDS [MIB]]   (16 controllers; each round runs a baseline and
+#                                                  PeerLink back to back: Hardware/bt-lab/paired-bench.sh;
+#                                                  default 4 rounds of 2 MiB)
+# The emulated radios slow down for ten seconds or more at random moments, so figures taken a
+# minute apart disagree by up to 2x; --paired is the one to quote.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-MIB=${1:-2}
-FRAGS=${2:-}
 echo "[bench-bt] building peerlink-bench (release)"
 swift build -c release --product peerlink-bench >/tmp/peerlink-bench-build.log 2>&1 || { tail -20 /tmp/peerlink-bench-build.log; exit 1; }
 BIN=$(swift build -c release --show-bin-path)/peerlink-bench
+if [[ ${1:-} == --paired ]]; then
+    ROUNDS=${2:-4}
+    exec scripts/bt-lab.sh run --controllers 16 --timeout 900 -- \
+        /bin/bash Hardware/bt-lab/paired-bench.sh "$BIN" "$ROUNDS" "${3:-2}"
+fi
+MIB=${1:-2}
+FRAGS=${2:-}
 exec scripts/bt-lab.sh run --controllers 8 --timeout 600 -- /bin/sh -c \
     "Hardware/bt-lab/baseline.sh --bytes $((MIB * 1048576)); \
      $BIN bluetooth \"\$PEERLINK_LAB_HCI4\" \"\$PEERLINK_LAB_HCI5\" \"\$PEERLINK_LAB_RESULTS/baseline.txt\" $MIB $FRAGS"

@@ -3,9 +3,11 @@
 //
 //   swift run -c release peerlink-bench [MEGABYTES]       loopback TCP vs a raw socket and iperf3
 //   peerlink-bench resource [MEGABYTES]                    only the loopback file transfer (for profiling)
+//   peerlink-bench messages [COUNT]                        only reliable 100 B messages vs raw TCP (for profiling)
 //   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB [FRAGMENTS]]   inside the Bluetooth lab (scripts/bench-bt.sh):
 //       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
 //       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
+//   peerlink-bench bluetooth-one rfcomm|l2cap TX RX [MIB]   one session run in the lab (Hardware/bt-lab/paired-bench.sh)
 //   peerlink-bench handover-recv|handover-send …           the PeerLink half of scripts/bench-handover.sh
 import CPeerLinkSys
 import Foundation
@@ -188,6 +190,23 @@ if arguments.first == "handover-send" {
 }
 if arguments.first == "bluetooth" {
     try await bluetoothBenchmark(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "bluetooth-one" {
+    // peerlink-bench bluetooth-one rfcomm|l2cap TX RX [MIB]: one session run, prints its MB/s
+    // (Hardware/bt-lab/paired-bench.sh measures it between baseline runs).
+    let a = Array(arguments.dropFirst())
+    guard a.count >= 3, a[0] == "rfcomm" || a[0] == "l2cap" else {
+        print("usage: peerlink-bench bluetooth-one rfcomm|l2cap TX-ADDRESS RX-ADDRESS [MIB]")
+        exit(2)
+    }
+    let bytes = (a.count > 3 ? Int(a[3]) ?? 2 : 2) * 1024 * 1024
+    let rfcomm = a[0] == "rfcomm"
+    let mbps = try await bluetoothSession(listener: rfcomm ? RFCOMMTransport(adapterAddress: a[2]) : L2CAPTransport(adapterAddress: a[2]),
+                                          dialler: rfcomm ? RFCOMMTransport(adapterAddress: a[1]) : L2CAPTransport(adapterAddress: a[1]),
+                                          medium: rfcomm ? .rfcomm : .l2cap, remote: a[2], bytes: bytes,
+                                          fragment: SessionConfig().fragmentSize)
+    print(String(format: "%.3f", mbps))
     exit(0)
 }
 if arguments.first == "messages" {

@@ -1,0 +1,73 @@
+#!/bin/bash
+# Paired Bluetooth benchmark; runs INSIDE the lab VM booted with 16 controllers:
+#
+#   scripts/bench-bt.sh --paired [ROUNDS [MIB]]
+#
+# The emulated radios' pace drifts within one boot (phases of ten seconds or more at about
+# half speed, at any time), so a baseline measured a minute before PeerLink says little about
+# PeerLink. Each round here measures a baseline and PeerLink back to back, on two controller
+# pairs of their own (a third BR/EDR connection between two emulated controllers is often
+# refused): rctest (RFCOMM, 4 KiB writes), PeerLink over RFCOMM, raw ERTM with 4144-byte SDUs
+# (l2cap_bench.py; a PeerLink 4 KiB fragment as sent), PeerLink over L2CAP. It prints each
+# round's ratios and the median ratio over the rounds; every run goes to
+# $PEERLINK_LAB_RESULTS/paired.txt as "<name> <MB/s> ...".
+set -uo pipefail
+BIN=${1:?usage: paired-bench.sh PEERLINK-BENCH [ROUNDS [MIB]]}
+ROUNDS=${2:-4}
+MIB=${3:-2}
+BYTES=$((MIB * 1048576))
+LAB_DIR=$(cd "$(dirname "$0")" && pwd)
+OUT=${PEERLINK_LAB_RESULTS:-/tmp}/paired.txt
+WORK=$(mktemp -d)
+BLOCK=262144
+: >"$OUT"
+failures=0
+# shellcheck source=bench-lib.sh
+source "$LAB_DIR/bench-lib.sh"
+
+addr() { local v="PEERLINK_LAB_HCI$1"; echo "${!v:-}"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+peerlink() {  # peerlink NAME MEDIUM TX RX
+    local v
+    v=$(timeout -k 5 120 "$BIN" bluetooth-one "$2" "$3" "$4" "$MIB" 2>"$WORK/$1.err" | tail -n 1)
+    if [[ $v =~ ^[0-9.]+$ ]]; then
+        printf '  %-28s %8s MB/s\n' "$1" "$v"
+        echo "$1 $v $BYTES" >>"$OUT"
+    else
+        printf 'FAIL %-28s %s\n' "$1" "$(tail -n 2 "$WORK/$1.err" | tr '\n' ' ')"
+        failures=$((failures + 1))
+    fi
+}
+
+[[ -n $(addr $((ROUNDS * 4 - 1))) ]] || { echo "paired-bench: $ROUNDS rounds need $((ROUNDS * 4)) controllers"; exit 2; }
+echo "paired benchmark: $ROUNDS rounds of $MIB MiB; each round: rctest, PeerLink RFCOMM, raw ERTM 4144 B, PeerLink L2CAP"
+: >"$WORK/ratios-rfcomm"; : >"$WORK/ratios-l2cap"
+for ((r = 0; r < ROUNDS; r++)); do
+    atx=$(addr $((4 * r))) arx=$(addr $((4 * r + 1))) ptx=$(addr $((4 * r + 2))) prx=$(addr $((4 * r + 3)))
+    echo "round $((r + 1)): baselines $atx -> $arx, PeerLink $ptx -> $prx"
+    start=$(wc -l <"$OUT")
+    run_one rctest-rfcomm 120 \
+        "rctest -r -i $arx -P 10 -b $BLOCK" \
+        "rctest -s -i $atx -P 10 -b 4096 -N $((BYTES / 4096)) $arx"
+    peerlink peerlink-rfcomm rfcomm "$ptx" "$prx"
+    run_one l2cap-bredr-ertm-4k 120 \
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py rx $arx 4117 --mode ertm --mtu 65535 --block $BLOCK" \
+        "/usr/bin/python3 $LAB_DIR/l2cap_bench.py tx $atx 4117 $arx --mode ertm --size 4144 --count $((BYTES / 4144 + 1))"
+    peerlink peerlink-l2cap l2cap "$ptx" "$prx"
+    # This round's figures only (a failed run has no line, and its ratio is "-").
+    fig() { tail -n +$((start + 1)) "$OUT" | awk -v n="$1" '$1 == n {print $2}'; }
+    rr=$(ratio "$(fig peerlink-rfcomm)" "$(fig rctest-rfcomm)")
+    rl=$(ratio "$(fig peerlink-l2cap)" "$(fig l2cap-bredr-ertm-4k)")
+    echo "  ratios: RFCOMM $rr   L2CAP/ERTM-4144 $rl"
+    echo "$rr" >>"$WORK/ratios-rfcomm"
+    echo "$rl" >>"$WORK/ratios-l2cap"
+done
+echo "summary (MB/s = 10^6 bytes/s, receiver-timed):"
+for name in rctest-rfcomm peerlink-rfcomm l2cap-bredr-ertm-4k peerlink-l2cap; do summary "$name"; done
+median() {  # median FILE: the median of the numeric lines, and how many there were
+    sort -g "$1" | grep -v '^-' | awk '{a[NR] = $1} END {
+        if (NR == 0) print "- (0 rounds)"; else printf "%.2f (%d rounds)\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, NR }'
+}
+echo "median ratio, PeerLink / baseline of the same round: RFCOMM $(median "$WORK/ratios-rfcomm"), L2CAP / ERTM-4144 $(median "$WORK/ratios-l2cap")"
+rm -rf "$WORK"
+exit $((failures > 0))
