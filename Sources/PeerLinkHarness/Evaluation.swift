@@ -27,8 +27,19 @@ extension Scenario {
         var checks: [Verdict.Check] = []
         for e in expectations {
             let seen = run.carrier(of: e.role.rawValue, at: e.at)
-            checks.append(.init(name: "\(e.role.rawValue) on \(e.link) at \(e.at) ms", passed: seen == e.link,
-                                detail: "carried by \(seen ?? "no link") at \(e.at) ms"))
+            var name = "\(e.role.rawValue) on \(e.link) at \(e.at) ms"
+            var detail = "carried by \(seen ?? "no link") at \(e.at) ms"
+            var passed = seen == e.link
+            if let settle = e.settle {
+                name += " (detours up to \(settle) ms)"
+                if !passed {
+                    let later = run.carrier(of: e.role.rawValue, at: e.at + settle)
+                    passed = later == e.link
+                    detail += passed ? ", a detour: back on \(e.link) by \(e.at + settle) ms"
+                                     : ", and by \(later ?? "no link") at \(e.at + settle) ms"
+                }
+            }
+            checks.append(.init(name: name, passed: passed, detail: detail))
         }
         var gaps: [Verdict.Gap] = []
         let messageTraffic = traffic.filter { $0.kind == .messages }

@@ -65,6 +65,10 @@ public struct Scenario: Sendable, Codable, Equatable {
         public var at: Int
         public var role: LinkRole
         public var link: String
+        /// Tolerates a passing detour (ms): another carrier at `at` still passes when the role
+        /// is back on `link` this much later. For checks about the policy's choice, not about
+        /// a fast-failover move while the link stalls (PROTOCOL §11.5). nil: none.
+        public var settle: Int? = nil
     }
 
     /// Properties of the whole run.
@@ -171,7 +175,8 @@ extension Scenario {
             guard let role = LinkRole(rawValue: roleText), role != .control else {
                 throw ScenarioError(message: "\(t.path).role '\(roleText)' is not known; use reliable, bulk or unreliable")
             }
-            expectations.append(CarrierExpectation(at: at, role: role, link: try linkName(&t)))
+            let link = try linkName(&t)
+            expectations.append(CarrierExpectation(at: at, role: role, link: link, settle: try t.int("settle", min: 1, max: 10_000)))
             try t.noOtherKeys()
         }
 

@@ -84,6 +84,30 @@ final class MemoryRunTests: XCTestCase {
         XCTAssertTrue(Report.text(s, run, verdict).hasPrefix("FAIL fallback"))
     }
 
+    /// `settle`: a short detour at the checked instant passes, a longer one (a demotion) fails,
+    /// and without `settle` the detour fails as before.
+    func testSettleLetsAShortDetourPassButNotADemotion() {
+        var s = try! Scenario.parse(fallback)
+        s.traffic = []
+        func run(detourUntil end: Int) -> RunRecord {
+            RunRecord(scenario: "fallback", backend: "memory", duration: 9000, links: ["bt", "wifi"], upSpans: [],
+                      carrierSpans: [.init(link: "bt", role: "reliable", from: 0, to: 4934),
+                                     .init(link: "wifi", role: "reliable", from: 4934, to: end),
+                                     .init(link: "bt", role: "reliable", from: end, to: 9000)],
+                      events: [], streams: [], resources: [])
+        }
+        s.expectations = [Scenario.CarrierExpectation(at: 5000, role: .reliable, link: "bt", settle: 300)]
+        let short = s.evaluate(run(detourUntil: 5001)).checks[0]
+        XCTAssertTrue(short.passed, short.detail)
+        XCTAssertEqual(short.name, "reliable on bt at 5000 ms (detours up to 300 ms)")
+        XCTAssertEqual(short.detail, "carried by wifi at 5000 ms, a detour: back on bt by 5300 ms")
+        let long = s.evaluate(run(detourUntil: 6000)).checks[0]
+        XCTAssertFalse(long.passed)
+        XCTAssertEqual(long.detail, "carried by wifi at 5000 ms, and by wifi at 5300 ms")
+        s.expectations = [Scenario.CarrierExpectation(at: 5000, role: .reliable, link: "bt")]
+        XCTAssertFalse(s.evaluate(run(detourUntil: 5001)).checks[0].passed)
+    }
+
     func testLostMessagesAreCounted() {
         let s = try! Scenario.parse(fallback)
         let run = RunRecord(scenario: "fallback", backend: "memory", duration: 4000, links: ["bt", "wifi"], upSpans: [], carrierSpans: [],

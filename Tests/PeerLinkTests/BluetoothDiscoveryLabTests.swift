@@ -337,7 +337,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
                 return nil
             }
             XCTAssertEqual(lost, true, "B's browser lost A")
-            lap("A lost")
+            lap(String(format: "A lost %.2f s after its adapter went off", Date().timeIntervalSince(offAt)))
 
             let onAt = Date()
             try labBtmgmt(index: advertiserIndex, ["power", "on"])
