@@ -12,7 +12,8 @@
 #                                                  PeerLink back to back: Hardware/bt-lab/paired-bench.sh;
 #                                                  default 4 rounds of 2 MiB)
 # The emulated radios slow down for ten seconds or more at random moments, so figures taken a
-# minute apart disagree by up to 2x; --paired is the one to quote.
+# minute apart disagree by up to 2x; --paired is the one to quote. Both modes boot without the
+# btmon tracer (--no-trace): it took a quarter of the guest's CPU, from PeerLink and baselines alike.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 echo "[bench-bt] building peerlink-bench (release)"
@@ -20,11 +21,11 @@ swift build -c release --product peerlink-bench >/tmp/peerlink-bench-build.log 2
 BIN=$(swift build -c release --show-bin-path)/peerlink-bench
 if [[ ${1:-} == --paired ]]; then
     ROUNDS=${2:-4}
-    exec scripts/bt-lab.sh run --controllers 16 --timeout 900 -- \
+    exec scripts/bt-lab.sh run --no-trace --controllers 16 --timeout 900 -- \
         /bin/bash Hardware/bt-lab/paired-bench.sh "$BIN" "$ROUNDS" "${3:-2}"
 fi
 MIB=${1:-2}
 FRAGS=${2:-}
-exec scripts/bt-lab.sh run --controllers 8 --timeout 600 -- /bin/sh -c \
+exec scripts/bt-lab.sh run --no-trace --controllers 8 --timeout 600 -- /bin/sh -c \
     "Hardware/bt-lab/baseline.sh --bytes $((MIB * 1048576)); \
      $BIN bluetooth \"\$PEERLINK_LAB_HCI4\" \"\$PEERLINK_LAB_HCI5\" \"\$PEERLINK_LAB_RESULTS/baseline.txt\" $MIB $FRAGS"
