@@ -28,9 +28,12 @@ RUN=/run/bt-lab
 mkdir -p "$RUN"
 die() { echo "start-bluetoothd: $*" >&2; exit 1; }
 
-cat > "$RUN/main.conf" <<'CONF'
+# TemporaryTimeout is bluetoothd's default, written out so that `peerlink doctor` (test0 of
+# BluetoothDiscoveryLabTests) shows it read from the file bluetoothd was started with.
+cat > "$RUN/main.conf" <<CONF
 [General]
 JustWorksRepairing = always
+TemporaryTimeout = ${BT_LAB_TEMPORARY_TIMEOUT:-30}
 CONF
 B=/usr/libexec/bluetooth/bluetoothd
 [[ -x $B ]] || B=$(command -v bluetoothd) || die "bluetoothd not installed"

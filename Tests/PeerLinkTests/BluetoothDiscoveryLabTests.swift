@@ -32,6 +32,12 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         XCTAssertTrue(report.usable, "\(report.checks.filter { !$0.ok })")
         let discovery = try XCTUnwrap(report.checks.first { $0.name == "PeerLink Bluetooth discovery" })
         XCTAssertTrue(discovery.detail.contains("LE advertising"), discovery.detail)
+        // The lab's bluetoothd runs with -f /run/bt-lab/main.conf, which sets TemporaryTimeout.
+        let lost = try XCTUnwrap(report.checks.first { $0.name == "lost-peer delay" })
+        let conf = BlueZMainConf(text: try String(contentsOfFile: "/run/bt-lab/main.conf", encoding: .utf8))
+        let seconds = try XCTUnwrap(conf.temporaryTimeout, "the lab's main.conf sets TemporaryTimeout")
+        XCTAssertTrue(lost.detail.contains("lost \(seconds) s after") && lost.detail.contains("TemporaryTimeout in /run/bt-lab/main.conf"),
+                      lost.detail)
     }
 
     func test6DiscoverOverBluetoothOnlyRFCOMMWithRemotePowerCycle() async throws {
@@ -332,11 +338,14 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
             labLog(String(format: "%@ discovery: A's adapter off → not connected after %.2f s (bound %.1f s)",
                           label, seconds, Double(config.deadAfter) / 1000))
             XCTAssertLessThanOrEqual(seconds, Double(config.deadAfter) / 1000 + 3, "within the keepalive bound (+3 s for the emulator)")
-            let lost = try await events.waitFor(60) { e -> Bool? in
+            // bluetoothd forgets A's device TemporaryTimeout s after its last advert (PROTOCOL §14.3).
+            let forget = BlueZMainConf(text: (try? String(contentsOfFile: "/run/bt-lab/main.conf", encoding: .utf8)) ?? "")
+                .effectiveTemporaryTimeout
+            let lost = try await events.waitFor(Double(forget) + 20) { e -> Bool? in
                 if case let .lost(p) = e, p == a.peerID { return true }
                 return nil
             }
-            XCTAssertEqual(lost, true, "B's browser lost A")
+            XCTAssertEqual(lost, true, "B's browser lost A within bluetoothd's TemporaryTimeout (\(forget) s) + 20 s")
             lap(String(format: "A lost %.2f s after its adapter went off", Date().timeIntervalSince(offAt)))
 
             let onAt = Date()

@@ -136,10 +136,12 @@ public enum Doctor {
         for (name, blocked) in rfkillBluetooth() where blocked {
             checks.append(DoctorCheck(name: "rfkill \(name)", ok: false, detail: "Bluetooth radio is blocked", fix: "rfkill unblock bluetooth"))
         }
-        let running = processRunning("bluetoothd")
+        let daemon = processID("bluetoothd")
+        let running = daemon != nil
         checks.append(DoctorCheck(name: "bluetoothd", ok: running, detail: running ? "running" : "not running",
                                   fix: running ? nil : "apt-get install bluez, then systemctl start bluetooth"))
         checks.append(blueZDiscoveryCheck())
+        if let daemon { checks.append(lostDelayCheck(bluetoothdPID: daemon)) }
         return MediumReport(medium: "bluetooth", usable: checks.allSatisfy(\.ok), checks: checks)
     }
 
@@ -209,9 +211,32 @@ public enum Doctor {
         }
     }
 
-    static func processRunning(_ name: String) -> Bool {
+    /// Informational: how long after a peer's last advert bluetoothd drops its device, which
+    /// is when a browser reports the peer lost (see `BlueZMainConf`).
+    static func lostDelayCheck(bluetoothdPID pid: String) -> DoctorCheck {
+        let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+        let args = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        let path = BlueZMainConf.path(bluetoothdArguments: args)
+        let source: String
+        let seconds: Int
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            let conf = BlueZMainConf(text: text)
+            seconds = conf.effectiveTemporaryTimeout
+            source = conf.temporaryTimeout == nil ? "bluetoothd's default; \(path) does not set TemporaryTimeout" : "TemporaryTimeout in \(path)"
+        } else {
+            seconds = BlueZMainConf.defaultTemporaryTimeout
+            source = "bluetoothd's default assumed; \(path) is not readable"
+        }
+        let hint = seconds > 10 ? "; to hear of it sooner, set TemporaryTimeout under [General] in \(path) and restart bluetoothd" : ""
+        return DoctorCheck(name: "lost-peer delay", ok: true,
+                           detail: "a Bluetooth peer that goes away is reported lost \(seconds) s after its last advert (\(source))\(hint)",
+                           fix: nil)
+    }
+
+    /// The PID of a running process named `name`, if any.
+    static func processID(_ name: String) -> String? {
         let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return pids.contains { pid in
+        return pids.first { pid in
             guard pid.allSatisfy(\.isNumber) else { return false }
             return (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == name
         }

@@ -163,6 +163,8 @@ public final class Session: Sendable {
 
     /// The link manager of a peer this session invited.
     func manager(for peer: PeerID) -> LinkManager { managers.get(peer, session: self) }
+    /// How many peers have a link manager (tests: none once every peer left).
+    var linkManagerCount: Int { managers.count }
 
     /// Waits until the peer has a channel (joined through the other side's invitation).
     func waitForChannel(_ peer: PeerID, timeout: Double) async -> Bool {
@@ -238,6 +240,7 @@ final class ManagerRegistry: @unchecked Sendable {
     }
     func existing(_ p: PeerID) -> LinkManager? { lock.withLock { managers[p] } }
     func remove(_ p: PeerID) -> LinkManager? { lock.withLock { managers.removeValue(forKey: p) } }
+    var count: Int { lock.withLock { managers.count } }
 }
 
 /// One link as `peerlink links` shows it.
