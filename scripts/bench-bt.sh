@@ -8,8 +8,8 @@
 #
 #   scripts/bench-bt.sh [MIB [L2CAP-FRAGMENTS]]   (default 2 MiB; fragments e.g. 600,4096,16384,
 #                                                  default the session's 16 KiB)
-#   scripts/bench-bt.sh --paired [ROUNDS [MIB]]   (16 controllers; each round runs a baseline and
-#                                                  PeerLink back to back: Hardware/bt-lab/paired-bench.sh;
+#   scripts/bench-bt.sh --paired [ROUNDS [MIB]]   (6 controllers a round; each round runs the baselines
+#                                                  and PeerLink back to back: Hardware/bt-lab/paired-bench.sh;
 #                                                  default 4 rounds of 2 MiB)
 # The emulated radios slow down for ten seconds or more at random moments, so figures taken a
 # minute apart disagree by up to 2x; --paired is the one to quote. Both modes boot without the
@@ -21,7 +21,7 @@ swift build -c release --product peerlink-bench >/tmp/peerlink-bench-build.log 2
 BIN=$(swift build -c release --show-bin-path)/peerlink-bench
 if [[ ${1:-} == --paired ]]; then
     ROUNDS=${2:-4}
-    exec scripts/bt-lab.sh run --no-trace --controllers 16 --timeout 900 -- \
+    exec scripts/bt-lab.sh run --no-trace --controllers $((ROUNDS * 6)) --timeout 1200 -- \
         /bin/bash Hardware/bt-lab/paired-bench.sh "$BIN" "$ROUNDS" "${3:-2}"
 fi
 MIB=${1:-2}

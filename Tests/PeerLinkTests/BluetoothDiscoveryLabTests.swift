@@ -149,11 +149,17 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         dongle = try startDongle()
         let again = try XCTUnwrap(waitForAdapter(notIn: before, seconds: 30), "the controller came back")
         try labBtmgmt(index: Int(again.dropFirst(3)) ?? 0, ["power", "on"])
-        let resumed = try await notices.waitFor(30, after: plugged) { e -> String? in
+        // 60 s: once in CI-order runs (session 9) no "browsing again" came within 30 s; the
+        // notices since the unplug are logged when it does not come at all.
+        let resumed = try await notices.waitFor(60, after: plugged) { e -> String? in
             if case let .notice(n) = e, n.contains("browsing again") { return n }
             return nil
         }
         labLog("after plug-in: \(resumed ?? "no notice") (adapter \(again))")
+        if resumed == nil {
+            for n in notices.notices(after: unplugged) { labLog("notice since the unplug: \(n)") }
+            labLog("adapters now: \(((try? BlueZProbe.adapters()) ?? []).map { "\($0.name) \($0.powered ? "on" : "off")" })")
+        }
         XCTAssertNotNil(resumed, "browsing resumed on the returned adapter")
     }
 
@@ -394,6 +400,14 @@ final class BrowserLog: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [(Date, DiscoveryEvent)] = []
     func add(_ e: DiscoveryEvent) { lock.withLock { list.append((Date(), e)) } }
+
+    /// The notices reported at or after `after`, oldest first, with their time.
+    func notices(after: Date) -> [String] {
+        lock.withLock { list }.compactMap { at, e in
+            guard at >= after, case let .notice(n) = e else { return nil }
+            return String(format: "+%.1f s %@", at.timeIntervalSince(after), n)
+        }
+    }
 
     /// The first event (at or after `after`) for which `match` returns a value, polling up
     /// to `seconds`.

@@ -119,6 +119,25 @@ final class BluetoothLabTests: XCTestCase {
 
     func log(_ s: String) { labLog(s) }
 
+    /// Peers that join and leave over L2CAP and RFCOMM leave no socket, channel or session
+    /// behind (the loopback test of SessionChurnTests, over BlueZ). Named to run first in the
+    /// class (XCTest orders by name), before the other tests' nodes exist.
+    func test0PeersComeAndGoOverL2CAPAndRFCOMM() async throws {
+        let media: [(Medium, (String) -> Transport)] = [(.l2cap, { L2CAPTransport(adapterAddress: $0) }),
+                                                        (.rfcomm, { RFCOMMTransport(adapterAddress: $0) })]
+        for (medium, make) in media {
+            let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(hci1)], handshakeTimeout: 20)
+            let b = try Node(identity: Identity(), displayName: "beta", transports: [make(hci0)], handshakeTimeout: 20)
+            let ports = try await a.start()
+            let port = try XCTUnwrap(ports[medium])
+            let t0 = Date()
+            try await assertVisitsLeaveNothing(alpha: a, beta: b, at: TransportEndpoint(medium: medium, host: hci1, port: port), visits: 15,
+                                               config: labConfig(), timeout: 30, log: { labLog("churn over \(medium): \($0)") })
+            log(String(format: "churn over %@: 16 visits in %.1f s", medium.rawValue, Date().timeIntervalSince(t0)))
+            await a.stop(); await b.stop()
+        }
+    }
+
     /// The whole scenario over one transport kind: invite, messages both ways, a 300 KB
     /// resource checked by SHA-256, hostile input, and an honest peer afterwards.
     func scenario(_ label: String, medium: Medium, listenOn: String, dialFrom: String, othersFrom: String? = nil,
