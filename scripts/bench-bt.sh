@@ -10,7 +10,7 @@
 #                                                  default the session's 16 KiB)
 #   scripts/bench-bt.sh --paired [ROUNDS [MIB]]   (6 controllers a round; each round runs the baselines
 #                                                  and PeerLink back to back: Hardware/bt-lab/paired-bench.sh;
-#                                                  default 4 rounds of 2 MiB)
+#                                                  1 or 2 rounds of 2 MiB, default 2)
 # The emulated radios slow down for ten seconds or more at random moments, so figures taken a
 # minute apart disagree by up to 2x; --paired is the one to quote. Both modes boot without the
 # btmon tracer (--no-trace): it took a quarter of the guest's CPU, from PeerLink and baselines alike.
@@ -20,7 +20,8 @@ echo "[bench-bt] building peerlink-bench (release)"
 swift build -c release --product peerlink-bench >/tmp/peerlink-bench-build.log 2>&1 || { tail -20 /tmp/peerlink-bench-build.log; exit 1; }
 BIN=$(swift build -c release --show-bin-path)/peerlink-bench
 if [[ ${1:-} == --paired ]]; then
-    ROUNDS=${2:-4}
+    ROUNDS=${2:-2}
+    ((ROUNDS >= 1 && ROUNDS <= 2)) || { echo "bench-bt: --paired runs 1 or 2 rounds per boot (6 controllers a round; the lab has at most 16)"; exit 2; }
     exec scripts/bt-lab.sh run --no-trace --controllers $((ROUNDS * 6)) --timeout 1200 -- \
         /bin/bash Hardware/bt-lab/paired-bench.sh "$BIN" "$ROUNDS" "${3:-2}"
 fi

@@ -40,4 +40,16 @@ final class BlueZMainConfTests: XCTestCase {
         XCTAssertEqual(BlueZMainConf.path(bluetoothdArguments: ["bluetoothd", "-f/y.conf"]), "/y.conf")
         XCTAssertEqual(BlueZMainConf.path(bluetoothdArguments: ["bluetoothd", "-f"]), "/etc/bluetooth/main.conf", "-f without a value")
     }
+
+    func testDoctorSaysWhenLostEventsComeAndHowToHurryThem() {
+        let path = "/etc/bluetooth/main.conf"
+        let fallback = Doctor.lostDelayDetail(BlueZMainConf(text: "#TemporaryTimeout = 30"), path: path)
+        XCTAssertTrue(fallback.contains("lost 30 s after") && fallback.contains("does not set") && fallback.contains("to hear of it sooner"), fallback)
+        let quick = Doctor.lostDelayDetail(BlueZMainConf(text: "[General]\nTemporaryTimeout = 8"), path: path)
+        XCTAssertTrue(quick.contains("lost 8 s after") && quick.contains("TemporaryTimeout in \(path)") && !quick.contains("sooner"), quick)
+        let never = Doctor.lostDelayDetail(BlueZMainConf(text: "[General]\nTemporaryTimeout = 0"), path: path)
+        XCTAssertTrue(never.contains("never reported lost"), never)
+        let unreadable = Doctor.lostDelayDetail(nil, path: "/root/secret.conf")
+        XCTAssertTrue(unreadable.contains("lost 30 s after") && unreadable.contains("not readable"), unreadable)
+    }
 }

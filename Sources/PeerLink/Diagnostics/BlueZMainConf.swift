@@ -5,7 +5,8 @@ import Foundation
 /// bluetoothd forgets a device that is neither paired nor connected `TemporaryTimeout` seconds
 /// after it last heard an advert from it (`[General] TemporaryTimeout`, default 30); only then
 /// does the device object go from D-Bus, and only then does a PeerLink browser report the
-/// peer lost. Lowering it in `/etc/bluetooth/main.conf` makes lost events come sooner.
+/// peer lost. Lowering it in `/etc/bluetooth/main.conf` makes lost events come sooner; 0
+/// turns the timer off, and such a device is never forgotten.
 public struct BlueZMainConf: Sendable, Equatable {
     /// bluetoothd's built-in value when the file does not set one.
     public static let defaultTemporaryTimeout = 30

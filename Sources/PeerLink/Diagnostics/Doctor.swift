@@ -217,20 +217,24 @@ public enum Doctor {
         let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
         let args = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
         let path = BlueZMainConf.path(bluetoothdArguments: args)
-        let source: String
-        let seconds: Int
-        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-            let conf = BlueZMainConf(text: text)
-            seconds = conf.effectiveTemporaryTimeout
-            source = conf.temporaryTimeout == nil ? "bluetoothd's default; \(path) does not set TemporaryTimeout" : "TemporaryTimeout in \(path)"
-        } else {
-            seconds = BlueZMainConf.defaultTemporaryTimeout
-            source = "bluetoothd's default assumed; \(path) is not readable"
+        let conf = (try? String(contentsOfFile: path, encoding: .utf8)).map { BlueZMainConf(text: $0) }
+        return DoctorCheck(name: "lost-peer delay", ok: true, detail: lostDelayDetail(conf, path: path), fix: nil)
+    }
+
+    /// What `lostDelayCheck` says for the configuration read from `path` (nil: not readable).
+    static func lostDelayDetail(_ conf: BlueZMainConf?, path: String) -> String {
+        let seconds = conf?.effectiveTemporaryTimeout ?? BlueZMainConf.defaultTemporaryTimeout
+        let source = switch conf {
+        case nil: "bluetoothd's default assumed; \(path) is not readable"
+        case let c? where c.temporaryTimeout == nil: "bluetoothd's default; \(path) does not set TemporaryTimeout"
+        default: "TemporaryTimeout in \(path)"
+        }
+        if seconds == 0 {
+            return "bluetoothd never forgets a device (TemporaryTimeout = 0 in \(path)), so a Bluetooth peer that goes away is "
+                + "never reported lost; set it under [General] (e.g. 10) and restart bluetoothd"
         }
         let hint = seconds > 10 ? "; to hear of it sooner, set TemporaryTimeout under [General] in \(path) and restart bluetoothd" : ""
-        return DoctorCheck(name: "lost-peer delay", ok: true,
-                           detail: "a Bluetooth peer that goes away is reported lost \(seconds) s after its last advert (\(source))\(hint)",
-                           fix: nil)
+        return "a Bluetooth peer that goes away is reported lost \(seconds) s after its last advert (\(source))\(hint)"
     }
 
     /// The PID of a running process named `name`, if any.
