@@ -163,6 +163,54 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         XCTAssertNotNil(resumed, "browsing resumed on the returned adapter")
     }
 
+    /// An adapter powered off and on again between two polls of the browser: bluetoothd drops
+    /// the browser's discovery without the browser seeing the adapter go. The browser must see
+    /// that discovery stopped and start it again. (Session 9: test10 once stayed silent after
+    /// its dongle came back, the unplug having fallen between two polls; the trace showed no
+    /// StartDiscovery on the new controller.)
+    func test11AdapterResetBetweenPollsResumesDiscovery() async throws {
+        let name = "hci8"
+        let notices = BrowserLog()
+        let browser = BlueZBrowser(service: try ServiceType("bt-reset"), adapter: name, pollInterval: 4) { e in
+            if case let .notice(n) = e { notices.add(.notice(n)) }
+        }
+        try browser.start()
+        defer { browser.stop() }
+        let started = await pollUntil(10) { self.adapterDiscovering(name) == true }
+        XCTAssertTrue(started, "browsing started discovery on \(name)")
+        // Just after a poll, so that the next one comes after the adapter is back.
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let cycled = Date()
+        try labBtmgmt(index: 8, ["power", "off"])
+        try labBtmgmt(index: 8, ["power", "on"])
+        try labBtmgmt(index: 8, ["connectable", "on"])
+        labLog(String(format: "%@ powered off and on in %.2f s", name, Date().timeIntervalSince(cycled)))
+        let resumed = try await notices.waitFor(20, after: cycled) { e -> String? in
+            if case let .notice(n) = e, n.contains("browsing again") { return n }
+            return nil
+        }
+        labLog("after the reset: \(resumed ?? "no notice")")
+        XCTAssertNotNil(resumed, "the browser said it browses again")
+        let discovering = await pollUntil(10) { self.adapterDiscovering(name) == true }
+        XCTAssertTrue(discovering, "\(name) discovers again after its reset")
+    }
+
+    /// The adapter's Discovering property, nil when bluetoothd or the adapter is not there.
+    func adapterDiscovering(_ adapter: String) -> Bool? {
+        guard let bus = try? DBusConnection(address: nil), let objects = try? BlueZObjects.managedObjects(bus) else { return nil }
+        return objects["/org/bluez/\(adapter)"]?["org.bluez.Adapter1"]?["Discovering"]?.bool
+    }
+
+    /// Whether `condition` holds within `seconds` (polled every 200 ms).
+    func pollUntil(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(nanoseconds: 200_000_000)
+        }
+        return condition()
+    }
+
     /// A second btvirt with one controller (not linked to the lab's others).
     func startDongle() throws -> Process {
         let p = Process()

@@ -7,7 +7,8 @@ import PeerLinkWire
 /// `GetManagedObjects` on a private thread) into found / updated / lost sightings.
 ///
 /// bluetoothd leaving the bus, the adapter being powered off or removed all report the
-/// adapter's devices as lost plus a notice; discovery restarts when they return.
+/// adapter's devices as lost plus a notice; discovery restarts when they return, also when
+/// the adapter was reset or replaced between two polls (its `Discovering` property says so).
 public final class BlueZBrowser: @unchecked Sendable {
     /// What the browser reports.
     public enum Event: Equatable, Sendable {
@@ -80,6 +81,11 @@ public final class BlueZBrowser: @unchecked Sendable {
                     adapterPath = a.path
                     if lastProblem != nil { handler(.notice("browsing again on \(a.name)")) }
                     lastProblem = nil
+                } else if objects[a.path]?["org.bluez.Adapter1"]?["Discovering"]?.bool == false,
+                          try resumeDiscoveryIfLost(bus, a.path) {
+                    // Powered off and on, or unplugged and back under the same name, between
+                    // two polls: bluetoothd dropped our discovery without our seeing a gap.
+                    handler(.notice("discovery on \(a.name) had stopped (adapter reset or replaced); browsing again on \(a.name)"))
                 }
                 var present = Set<String>()
                 for (path, ifaces) in objects where path.hasPrefix(a.path + "/") {
@@ -96,15 +102,36 @@ public final class BlueZBrowser: @unchecked Sendable {
         if let p = adapterPath { _ = try? bus.call(BlueZObjects.service, p, "org.bluez.Adapter1", "StopDiscovery") }
     }
 
-    private func startDiscovery(_ bus: DBusConnection, _ path: String) throws {
-        // No UUID filter: the service UUID travels only as a service-data key (§14.2), which
-        // BlueZ's UUID filter does not match on every version; the tracker filters instead.
-        let filter: DBusValue = .array([
-            .dictEntry(.string("Transport"), .variant(.string("auto"))),
-            .dictEntry(.string("DuplicateData"), .variant(.bool(true))),
-        ])
+    // No UUID filter: the service UUID travels only as a service-data key (§14.2), which
+    // BlueZ's UUID filter does not match on every version; the tracker filters instead.
+    private static let filter: DBusValue = .array([
+        .dictEntry(.string("Transport"), .variant(.string("auto"))),
+        .dictEntry(.string("DuplicateData"), .variant(.bool(true))),
+    ])
+
+    /// The adapter says it is not discovering, which it also does between two scans of one
+    /// discovery. bluetoothd refuses a second StartDiscovery from a client whose discovery
+    /// still runs (InProgress): then nothing changes. If it accepts, ours was gone; it runs
+    /// again with our filter, and the answer is true.
+    private func resumeDiscoveryIfLost(_ bus: DBusConnection, _ path: String) throws -> Bool {
         do {
-            _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter", [filter])
+            _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "StartDiscovery")
+        } catch let f as DBusFailure where f.description.contains("InProgress") {
+            return false
+        } catch let f as DBusFailure {
+            throw BlueZError(f)
+        }
+        do {
+            _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter", [Self.filter])
+        } catch let f as DBusFailure {
+            throw BlueZError(f)
+        }
+        return true
+    }
+
+    private func startDiscovery(_ bus: DBusConnection, _ path: String) throws {
+        do {
+            _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter", [Self.filter])
             _ = try bus.call(BlueZObjects.service, path, "org.bluez.Adapter1", "StartDiscovery")
         } catch let f as DBusFailure where f.description.contains("InProgress") {
             return  // already discovering (another client on the adapter)
