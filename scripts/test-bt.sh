@@ -32,7 +32,7 @@ GROUPS_RUN=(
     "$P.BluetoothDiscoveryLabTests/test0DoctorReportsBluetoothUsable,$P.BluetoothDiscoveryLabTests/test7DiscoverOverBluetoothOnlyL2CAP,$P.BluetoothCLILabTests"
     "$P.BlueZLabTests/testBrowserFindsServiceDataAdvertAndSurvivesAdapterPowerCycle"
     "$P.BluetoothDiscoveryLabTests/test6DiscoverOverBluetoothOnlyRFCOMMWithRemotePowerCycle"
-    "$P.BluetoothDiscoveryLabTests/test10AdapterRemovedAndAddedAgain,$P.BluetoothDiscoveryLabTests/test11AdapterResetBetweenPollsResumesDiscovery"
+    "$P.BluetoothDiscoveryLabTests/test10AdapterRemovedAndAddedAgain,$P.BluetoothDiscoveryLabTests/test11AdapterResetBetweenPollsResumesDiscovery,$P.BluetoothDiscoveryLabTests/test12AdvertiserRegistersAgainAfterAPowerCycleBetweenPolls"
     "$P.BlueZLabTests/testAdvertiserIsFoundAndSurvivesPowerCycleAndBluetoothdRestart"
     "$P.BluetoothDiscoveryLabTests/test8BluetoothdRestartWhileAdvertisingAndBrowsing"
 )

@@ -195,6 +195,47 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         XCTAssertTrue(discovering, "\(name) discovers again after its reset")
     }
 
+    /// The advertiser's side of test11: a power cycle between two of its polls removes the
+    /// kernel's advertising instance, and bluetoothd (5.66) neither restores it nor calls
+    /// Release. The advertiser hears the Powered change as a signal and registers afresh.
+    /// (Session 9, 4 s poll: without the signal the instance list stayed empty 10 s later.)
+    func test12AdvertiserRegistersAgainAfterAPowerCycleBetweenPolls() async throws {
+        let node = try Node(identity: Identity(), displayName: "cycled", transports: [RFCOMMTransport()])
+        let advert = try BluetoothAdvert(peerID: node.peerID, rfcommChannel: 9, l2capPSM: nil)
+        let notices = BrowserLog()
+        let advertiser = BlueZAdvertiser(service: try ServiceType("bt-cycled"), advert: advert, adapter: "hci9", pollInterval: 4) {
+            notices.add(.notice($0))
+        }
+        try advertiser.start()
+        defer { advertiser.stop() }
+        let before = kernelAdvertisingInstances(index: 9)
+        XCTAssertEqual(before, 1, "hci9 advertises")
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let cycled = Date()
+        try labBtmgmt(index: 9, ["power", "off"])
+        try labBtmgmt(index: 9, ["power", "on"])
+        try labBtmgmt(index: 9, ["connectable", "on"])
+        labLog(String(format: "hci9 powered off and on in %.2f s", Date().timeIntervalSince(cycled)))
+        let again = try await notices.waitFor(20, after: cycled) { e -> String? in
+            if case let .notice(n) = e, n.contains("registered again") { return n }
+            return nil
+        }
+        labLog("after the power cycle: \(again ?? "no notice")")
+        XCTAssertNotNil(again, "the advertiser registered again")
+        let back = await pollUntil(10) { self.kernelAdvertisingInstances(index: 9) == 1 }
+        XCTAssertTrue(back, "hci9's controller advertises again (btmgmt advinfo)")
+    }
+
+    /// The advertising instances the kernel holds for controller `index` (`btmgmt advinfo`).
+    func kernelAdvertisingInstances(index: Int) -> Int? {
+        // btmgmt prints nothing when its stdin is at EOF: keep it open.
+        let out = "/tmp/advinfo-\(index).txt"
+        guard system("sleep 4 | timeout 3 btmgmt --index \(index) advinfo > \(out) 2>&1") == 0 || FileManager.default.fileExists(atPath: out),
+              let text = try? String(contentsOfFile: out, encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.contains("Instances list with") }) else { return nil }
+        return line.split(separator: " ").compactMap { Int($0) }.first
+    }
+
     /// The adapter's Discovering property, nil when bluetoothd or the adapter is not there.
     func adapterDiscovering(_ adapter: String) -> Bool? {
         guard let bus = try? DBusConnection(address: nil), let objects = try? BlueZObjects.managedObjects(bus) else { return nil }

@@ -26,7 +26,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     public let serviceRecord: String?
     private let busAddress: String?
     private let notices: @Sendable (String) -> Void
-    private let pollInterval: Double = 0.5
+    private let pollInterval: Double
     private let objectPath: String
     private let profilePath: String
     /// The bluetoothd (unique bus name) the SDP profile is registered with, if any.
@@ -42,6 +42,9 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     /// Where the advertisement is registered (adapter path) and with which bluetoothd
     /// (its unique bus name); nil when not registered.
     private var registration: (adapter: String, owner: String)?
+    /// Set when bluetoothd says an adapter was powered off (a signal, so that a power cycle
+    /// shorter than a poll is not missed): the next poll registers afresh.
+    private var poweredOff = false
     private let watcherDone = DispatchSemaphore(value: 0)
 
     private static let counter = Counter()
@@ -51,9 +54,11 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         func next() -> Int { lock.withLock { n += 1; return n } }
     }
 
+    /// - Parameter pollInterval: seconds between two looks at bluetoothd and the adapter.
     public init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, serviceRecord: String? = nil,
-                busAddress: String? = nil, notices: @escaping @Sendable (String) -> Void) {
+                busAddress: String? = nil, pollInterval: Double = 0.5, notices: @escaping @Sendable (String) -> Void) {
         self.service = service
+        self.pollInterval = pollInterval
         self.advert = advert
         self.adapter = adapter
         self.serviceRecord = serviceRecord
@@ -95,6 +100,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         } catch let f as DBusFailure { throw BlueZError(f) }
         s.export(objectPath, exportedObject())
         if serviceRecord != nil { s.export(profilePath, profileObject()) }
+        watchPower(s)
         lock.withLock { query = q; server = s }
         do {
             let (path, owner) = try usableAdapter(q)
@@ -254,13 +260,16 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 }
                 lastOwner = owner
                 registerProfile(s, owner: owner)
-                let reg = lock.withLock { registration }
+                let (reg, cycled) = lock.withLock { () -> ((adapter: String, owner: String)?, Bool) in
+                    defer { poweredOff = false }
+                    return (registration, poweredOff)
+                }
                 // After any pause, register afresh: a powered-off controller drops its
                 // advertising instances and bluetoothd (5.66) neither restores them on power on
                 // nor calls Release. Its registration is then an empty one, and registering
                 // again only answers AlreadyExists: so unregister first, on the adapter we had
                 // and on this one, whatever `registration` says.
-                if reg == nil || reg?.adapter != path || lastProblem != nil {
+                if reg == nil || reg?.adapter != path || lastProblem != nil || cycled {
                     for adapter in Set([reg?.adapter, path].compactMap { $0 }) {
                         _ = try? s.call(BlueZObjects.service, adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
                                         [.objectPath(objectPath)], timeoutMillis: 3000)
@@ -284,12 +293,28 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         }
     }
 
+    /// Follows bluetoothd's `Powered` changes on `s`: a powered-off controller drops its
+    /// advertising instance, and a power cycle can fall between two polls. Without the
+    /// signals (a bus that refuses the match) the polls alone remain.
+    private func watchPower(_ s: DBusObjectServer) {
+        let rule = "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Adapter1'"
+        try? s.addMatch(rule) { [weak self] path, _, _, args in
+            guard let self, args.count > 1, case let .array(entries) = args[1] else { return }
+            let off = entries.contains { e in
+                guard case let .dictEntry(key, value) = e else { return false }
+                return key.string == "Powered" && value.unwrapped.bool == false
+            }
+            if off { self.lock.withLock { if self.registration?.adapter == path { self.poweredOff = true } } }
+        }
+    }
+
     /// Replaces both connections after the bus went away (dbus-daemon restarted).
     private func reconnect() {
         do {
             let q = try DBusConnection(address: busAddress)
             let s = try DBusObjectServer(address: busAddress)
             s.export(objectPath, exportedObject())
+            watchPower(s)
             let old: DBusObjectServer? = lock.withLock {
                 guard !stopped else { return s }
                 let o = server

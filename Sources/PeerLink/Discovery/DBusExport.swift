@@ -56,6 +56,24 @@ final class DBusObjectServer: @unchecked Sendable {
     /// Whether the bus connection is gone (the dispatch thread has ended).
     var isDisconnected: Bool { lock.withLock { disconnected } }
 
+    /// Signals this connection receives (see `addMatch`): path, interface, member, arguments.
+    /// Called on the dispatch thread; must not call `call`.
+    typealias SignalHandler = @Sendable (_ path: String, _ interface: String, _ member: String, _ args: [DBusValue]) -> Void
+    private var signalHandler: SignalHandler?
+
+    /// Asks the bus for the signals `rule` matches (a D-Bus match rule) and hands each to
+    /// `handler`, replacing any earlier handler.
+    func addMatch(_ rule: String, handler: @escaping SignalHandler) throws {
+        lock.withLock { signalHandler = handler }
+        var err = DBusError()
+        peerlink_dbus_error_init(&err)
+        defer { dbus_error_free(&err) }
+        dbus_bus_add_match(raw, rule, &err)
+        if peerlink_dbus_error_is_set(&err) != 0 {
+            throw DBusFailure.call(name: "org.freedesktop.DBus.Error.MatchRuleInvalid", message: String(cString: peerlink_dbus_error_message(&err)))
+        }
+    }
+
     /// Serves `object` at `path` (replacing what was there).
     func export(_ path: String, _ object: DBusExportedObject) { lock.withLock { objects[path] = object } }
 
@@ -145,6 +163,12 @@ final class DBusObjectServer: @unchecked Sendable {
             p.done.signal()
         } else if type == peerlink_dbus_message_type_method_call {
             answer(msg)
+        } else if type == peerlink_dbus_message_type_signal, let handler = lock.withLock({ signalHandler }) {
+            func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+            var args: [DBusValue] = []
+            var it = DBusMessageIter()
+            if dbus_message_iter_init(msg, &it) != 0 { args = DBusValue.readAll(&it) }
+            handler(text(dbus_message_get_path(msg)), text(dbus_message_get_interface(msg)), text(dbus_message_get_member(msg)), args)
         }
     }
 
