@@ -176,7 +176,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         }
         try browser.start()
         defer { browser.stop() }
-        let started = await pollUntil(10) { self.adapterDiscovering(name) == true }
+        let started = await waitUntil(timeout: 10) { self.adapterDiscovering(name) == true }
         XCTAssertTrue(started, "browsing started discovery on \(name)")
         // Just after a poll, so that the next one comes after the adapter is back.
         try await Task.sleep(nanoseconds: 500_000_000)
@@ -191,7 +191,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         }
         labLog("after the reset: \(resumed ?? "no notice")")
         XCTAssertNotNil(resumed, "the browser said it browses again")
-        let discovering = await pollUntil(10) { self.adapterDiscovering(name) == true }
+        let discovering = await waitUntil(timeout: 10) { self.adapterDiscovering(name) == true }
         XCTAssertTrue(discovering, "\(name) discovers again after its reset")
     }
 
@@ -222,7 +222,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         }
         labLog("after the power cycle: \(again ?? "no notice")")
         XCTAssertNotNil(again, "the advertiser registered again")
-        let back = await pollUntil(10) { self.kernelAdvertisingInstances(index: 9) == 1 }
+        let back = await waitUntil(timeout: 10) { self.kernelAdvertisingInstances(index: 9) == 1 }
         XCTAssertTrue(back, "hci9's controller advertises again (btmgmt advinfo)")
     }
 
@@ -230,8 +230,9 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
     func kernelAdvertisingInstances(index: Int) -> Int? {
         // btmgmt prints nothing when its stdin is at EOF: keep it open.
         let out = "/tmp/advinfo-\(index).txt"
-        guard system("sleep 4 | timeout 3 btmgmt --index \(index) advinfo > \(out) 2>&1") == 0 || FileManager.default.fileExists(atPath: out),
-              let text = try? String(contentsOfFile: out, encoding: .utf8),
+        // (timeout ends it, so its exit status says nothing: read what it printed.)
+        _ = system("sleep 4 | timeout 3 btmgmt --index \(index) advinfo > \(out) 2>&1")
+        guard let text = try? String(contentsOfFile: out, encoding: .utf8),
               let line = text.split(separator: "\n").first(where: { $0.contains("Instances list with") }) else { return nil }
         return line.split(separator: " ").compactMap { Int($0) }.first
     }
@@ -240,16 +241,6 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
     func adapterDiscovering(_ adapter: String) -> Bool? {
         guard let bus = try? DBusConnection(address: nil), let objects = try? BlueZObjects.managedObjects(bus) else { return nil }
         return objects["/org/bluez/\(adapter)"]?["org.bluez.Adapter1"]?["Discovering"]?.bool
-    }
-
-    /// Whether `condition` holds within `seconds` (polled every 200 ms).
-    func pollUntil(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(nanoseconds: 200_000_000)
-        }
-        return condition()
     }
 
     /// A second btvirt with one controller (not linked to the lab's others).

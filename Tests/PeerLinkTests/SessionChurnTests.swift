@@ -91,16 +91,6 @@ func assertVisitsLeaveNothing(alpha a: Node, beta b: Node, at endpoint: Transpor
     await sa.disconnect()
 }
 
-/// Whether `condition` holds within `timeout` seconds (polled every 50 ms).
-private func waitUntil(timeout: Double, _ condition: @Sendable () async -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
-    return await condition()
-}
-
 /// Peers that left, counted as the session reports them.
 private actor Departures {
     private var count = 0

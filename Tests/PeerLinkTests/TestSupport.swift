@@ -25,6 +25,16 @@ func waitFor<T: Sendable>(_ session: Session, timeout: Double = 10, file: Static
     return result
 }
 
+/// Whether `condition` holds within `timeout` seconds (polled every 50 ms).
+func waitUntil(timeout: Double, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(nanoseconds: 50_000_000)
+    }
+    return await condition()
+}
+
 /// Two nodes with their sessions, connected through an advertiser/browser pair.
 struct Pair {
     let a: Node, b: Node
