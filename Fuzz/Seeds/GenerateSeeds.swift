@@ -32,6 +32,8 @@ struct GenerateSeeds {
             .reliable(seq: 7, record: .resourceOffer(stream: 3, size: 1 << 20, sha256: sha, name: "photo.jpg")),
             .reliable(seq: 8, record: .resourceAccept(stream: 3, offset: 0, credit: 65_536)),
             .reliable(seq: 9, record: .resourceResult(stream: 3, ok: true)),
+            .reliable(seq: 10, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 16 << 20))),
+            .bulk(seq: 2, record: .resourceError(stream: 3, error: .writeFailed(held: 5, size: 9, reason: "Input/output error"))),
             .ack(upTo: 9),
             .unreliable(payload: [1, 2, 3, 4]),
             .ping(token: 12_345),

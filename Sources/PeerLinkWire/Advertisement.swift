@@ -65,8 +65,9 @@ public struct Advertisement: Hashable, Sendable {
 public enum PeerLinkProtocol {
     /// Major version: carried in the Noise prologue (`peerlink/1`) and the `_pv` TXT key.
     public static let major = 1
-    /// Minor version: carried in the hello; peers use the smaller of the two.
-    public static let minor = 0
+    /// Minor version: carried in the hello; peers use the smaller of the two. Minor 1 adds
+    /// RESOURCE_ERROR (docs/PROTOCOL.md §9.9).
+    public static let minor = 1
     /// The Noise prologue bytes.
     public static let prologue: [UInt8] = Array("peerlink/\(major)".utf8)
 }

@@ -101,8 +101,8 @@ public enum Frame: Equatable, Sendable {
             guard seq > 0 else { throw WireError.invalid(field: "bulk sequence number", reason: "must start at 1") }
             let record = try Record.decode(&r)
             switch record {
-            case .streamData, .streamClose: break
-            default: throw WireError.invalid(field: "bulk record", reason: "only STREAM_DATA and STREAM_CLOSE travel on the bulk lane")
+            case .streamData, .streamClose, .resourceError: break
+            default: throw WireError.invalid(field: "bulk record", reason: "only STREAM_DATA, STREAM_CLOSE and RESOURCE_ERROR travel on the bulk lane")
             }
             frame = .bulk(seq: seq, record: record)
         case .bulkAck:
@@ -144,10 +144,14 @@ public enum Record: Equatable, Sendable {
     case resourceAccept(stream: UInt32, offset: UInt64, credit: UInt32)
     /// The receiver's verdict after the last byte: hash matched or not.
     case resourceResult(stream: UInt32, ok: Bool)
+    /// The receiver cannot take (or go on taking) a resource, and says why; a STREAM_CLOSE
+    /// (cancelled by the receiver) follows on the same lane. Protocol minor 1 and later.
+    case resourceError(stream: UInt32, error: ResourceError)
 
     public enum Kind: UInt8, Sendable {
         case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
         case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
+        case resourceError = 0x09
     }
 
     func encode(into w: inout WireWriter) {
@@ -168,6 +172,9 @@ public enum Record: Equatable, Sendable {
             w.u8(Kind.resourceAccept.rawValue); w.u32(stream); w.u64(offset); w.u32(credit)
         case let .resourceResult(stream, ok):
             w.u8(Kind.resourceResult.rawValue); w.u32(stream); w.u8(ok ? 1 : 0)
+        case let .resourceError(stream, error):
+            w.u8(Kind.resourceError.rawValue); w.u32(stream)
+            error.encode(into: &w)
         }
     }
 
@@ -201,6 +208,8 @@ public enum Record: Equatable, Sendable {
             return .resourceAccept(stream: try r.u32("stream id"), offset: try r.u64("resume offset"), credit: try r.u32("credit"))
         case .resourceResult:
             return .resourceResult(stream: try r.u32("stream id"), ok: try bool("result flag"))
+        case .resourceError:
+            return .resourceError(stream: try r.u32("stream id"), error: try ResourceError.decode(&r))
         }
     }
 }

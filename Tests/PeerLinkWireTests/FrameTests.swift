@@ -26,6 +26,10 @@ final class FrameTests: XCTestCase {
         .reliable(seq: 12, record: .resourceAccept(stream: 5, offset: 4096, credit: 65_536)),
         .reliable(seq: 13, record: .resourceResult(stream: 5, ok: true)),
         .reliable(seq: 14, record: .resourceResult(stream: 5, ok: false)),
+        .reliable(seq: 15, record: .resourceError(stream: 5, error: .noSpace(needed: 1 << 40, available: 0))),
+        .reliable(seq: 16, record: .resourceError(stream: 5, error: .diskFull(held: 123, size: 456))),
+        .reliable(seq: 17, record: .resourceError(stream: 5, error: .writeFailed(held: 0, size: 9, reason: "Input/output error"))),
+        .bulk(seq: 1, record: .resourceError(stream: 5, error: .diskFull(held: 1, size: 2))),
         .ack(upTo: 0),
         .ack(upTo: .max),
         .unreliable(payload: []),
@@ -171,7 +175,7 @@ final class FrameTests: XCTestCase {
     }
 
     func testUnknownRecordTypes() {
-        for t: UInt8 in [0x00, 0x09, 0xff] {
+        for t: UInt8 in [0x00, 0x0a, 0xff] {
             var w = WireWriter()
             w.u8(Frame.Kind.reliable.rawValue); w.u64(1); w.u8(t); w.append([0, 0, 0, 0, 0])
             XCTAssertEqual(assertWireError(try Frame.decode(w.bytes)), .unknownType(context: "record", value: t))
@@ -203,6 +207,23 @@ final class FrameTests: XCTestCase {
         var w2 = WireWriter()
         w2.u8(0x03); w2.u64(1); w2.u8(Record.Kind.resourceResult.rawValue); w2.u32(1); w2.u8(2)
         XCTAssertEqual(assertWireError(try Frame.decode(w2.bytes))?.isInvalid, true)
+    }
+
+    func testResourceErrorCodesAndTextAreChecked() {
+        func record(code: UInt8, text: [UInt8] = []) -> [UInt8] {
+            var w = WireWriter()
+            w.u8(0x03); w.u64(1); w.u8(Record.Kind.resourceError.rawValue); w.u32(1)
+            w.u8(code); w.u64(1); w.u64(2); w.u16(UInt16(text.count)); w.append(text)
+            return w.bytes
+        }
+        XCTAssertEqual(try Frame.decode(record(code: 2)), .reliable(seq: 1, record: .resourceError(stream: 1, error: .diskFull(held: 1, size: 2))))
+        for bad: UInt8 in [0, 4, 0xff] {
+            XCTAssertNotNil(assertWireError(try Frame.decode(record(code: bad))), "code \(bad)")
+        }
+        XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 3, text: [0xff, 0xfe]))), "text must be UTF-8")
+        XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 3, text: Array(repeating: 0x61, count: WireLimits.reasonText + 1)))),
+                        "text is bounded")
+        XCTAssertNotNil(assertWireError(try Frame.decode(Array(record(code: 1).dropLast(3)))), "truncated")
     }
 
     func testSequenceZeroRejected() {

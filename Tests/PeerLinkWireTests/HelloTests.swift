@@ -5,7 +5,7 @@ final class HelloTests: XCTestCase {
     let token: [UInt8] = Array(1...16)
 
     /// Builds a hello by hand: `major minor` then the TLVs given.
-    func raw(major: UInt8 = 1, minor: UInt8 = 0, _ tlvs: [(UInt8, [UInt8])]) -> [UInt8] {
+    func raw(major: UInt8 = 1, minor: UInt8 = UInt8(PeerLinkProtocol.minor), _ tlvs: [(UInt8, [UInt8])]) -> [UInt8] {
         var w = WireWriter()
         w.u8(major); w.u8(minor)
         for (t, v) in tlvs { w.u8(t); w.u16(UInt16(v.count)); w.append(v) }
@@ -58,7 +58,7 @@ final class HelloTests: XCTestCase {
     }
 
     func testKnownLayout() {
-        let h = Hello(displayName: "A", maxFrame: 2048, sessionToken: token)
+        let h = Hello(displayName: "A", maxFrame: 2048, sessionToken: token, minor: 0)
         XCTAssertEqual(h.encode(), [1, 0, 1, 0, 1, 0x41, 2, 0, 4, 0, 0, 8, 0, 3, 0, 16] + token)
     }
 

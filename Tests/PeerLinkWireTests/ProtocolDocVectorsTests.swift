@@ -38,6 +38,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
         ("record-resource-offer", .reliable(seq: 7, record: .resourceOffer(stream: 3, size: 11, sha256: helloWorldSHA256, name: "hello.txt"))),
         ("record-resource-accept", .reliable(seq: 8, record: .resourceAccept(stream: 3, offset: 5, credit: 262_144))),
         ("record-resource-result", .reliable(seq: 9, record: .resourceResult(stream: 3, ok: true))),
+        ("record-resource-error", .reliable(seq: 10, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 16 << 20)))),
     ]
 
     static let checkedHere: Set<String> = Set(frames.map(\.0)).union([
@@ -75,7 +76,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
         let recordTypes: [(String, UInt8)] = [
             ("record-message-part", 0x01), ("record-stream-open", 0x02), ("record-stream-data", 0x03),
             ("record-stream-credit", 0x04), ("record-stream-close", 0x05), ("record-resource-offer", 0x06),
-            ("record-resource-accept", 0x07), ("record-resource-result", 0x08),
+            ("record-resource-accept", 0x07), ("record-resource-result", 0x08), ("record-resource-error", 0x09),
         ]
         for (name, type) in recordTypes {
             let bytes = try doc.hex(name)
