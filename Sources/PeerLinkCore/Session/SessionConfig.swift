@@ -72,6 +72,8 @@ public enum SessionEvent: Equatable, Sendable {
     case resourceOffered(stream: UInt32, name: String, size: UInt64, sha256: [UInt8])
     case resourceAccepted(stream: UInt32, offset: UInt64)
     case resourceResult(stream: UInt32, ok: Bool)
+    /// The receiver of one of our resources refused or stopped it, and why (a stream close follows).
+    case resourceError(stream: UInt32, error: ResourceError)
     /// The remote left the session gracefully.
     case remoteLeft(reason: CloseReason, text: String)
     /// The remote broke the protocol; the session should be closed.

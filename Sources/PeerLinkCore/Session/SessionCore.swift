@@ -95,6 +95,9 @@ public struct SessionCore: Sendable {
         l == .main ? body(&mainLane) : body(&bulkLane)
     }
     private var remoteMaxFrame = WireLimits.frame
+    /// The protocol minor version both sides speak (the smaller of the two hellos'); records
+    /// of a later minor are never sent.
+    public var sharedMinor: UInt8 = 0
     private var reassembly: [UInt8] = []
 
     // MARK: streams
@@ -285,6 +288,14 @@ public struct SessionCore: Sendable {
         inbound[stream] = s
         enqueue(.resourceAccept(stream: stream, offset: offset, credit: config.streamWindow))
         flush(now: now)
+    }
+
+    /// Refuses or stops an incoming resource with a reason the sender can show (RESOURCE_ERROR,
+    /// when the remote speaks minor 1), then cancels it as `close(stream:cancel:)` does.
+    public mutating func refuseResource(_ stream: UInt32, error: ResourceError, now: UInt64) {
+        guard inbound[stream] != nil else { return }
+        if sharedMinor >= 1 { enqueue(.resourceError(stream: stream, error: error)) }
+        close(stream: stream, cancel: true, now: now)
     }
 
     /// Reports whether a received resource verified; ends the transfer on both sides.
@@ -672,6 +683,10 @@ public struct SessionCore: Sendable {
         case let .resourceResult(id, ok):
             outboundCredit.removeValue(forKey: id)
             outputs.append(.event(.resourceResult(stream: id, ok: ok)))
+        case let .resourceError(id, error):
+            // Only for our own outgoing resources; the STREAM_CLOSE behind it ends the stream.
+            guard outboundCredit[id] != nil else { return }
+            outputs.append(.event(.resourceError(stream: id, error: error)))
         }
     }
 
