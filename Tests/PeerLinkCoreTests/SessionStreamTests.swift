@@ -244,6 +244,25 @@ final class SessionStreamTests: XCTestCase {
         XCTAssertEqual(p.eventsA.last, .resourceResult(stream: id, ok: false))
     }
 
+    func testRefusalCarriesItsReasonOnlyToAPeerThatKnowsTheRecord() throws {
+        for minor: UInt8 in [0, 1] {
+            let p = SessionPair()
+            p.a.sharedMinor = minor
+            p.b.sharedMinor = minor
+            p.up(1)
+            let id = try p.a.offerResource(name: "big", size: 32 << 20, sha256: [UInt8](repeating: 9, count: 32), now: 0)
+            p.settle()
+            p.b.refuseResource(id, error: .noSpace(needed: 32 << 20, available: 16 << 20), now: 0)
+            p.settle()
+            let sentError = p.sentByB.contains { if case .bulk(_, .resourceError) = $0.frame { return true }; if case .reliable(_, .resourceError) = $0.frame { return true }; return false }
+            XCTAssertEqual(sentError, minor >= 1, "minor \(minor)")
+            let told = p.eventsA.contains(.resourceError(stream: id, error: .noSpace(needed: 32 << 20, available: 16 << 20)))
+            XCTAssertEqual(told, minor >= 1, "minor \(minor)")
+            XCTAssertEqual(p.eventsA.last, .streamClosed(stream: id, status: .cancelledByReceiver), "the stream ends either way")
+            XCTAssertNil(p.a.credit(of: id))
+        }
+    }
+
     func testResourceDataBeforeAcceptIsProtocolViolation() {
         var b = SessionCore(role: .responder)
         b.linkUp(1, now: 0)
