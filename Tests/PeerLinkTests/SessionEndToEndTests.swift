@@ -49,7 +49,7 @@ final class SessionEndToEndTests: XCTestCase {
         try content.write(to: URL(fileURLWithPath: src))
         let inbox = dir + "/inbox"
         // Pretend an earlier transfer stopped after 300 KiB: the part file is keyed by the hash.
-        let (_, sha) = try FileDigest.sha256(ofFileAt: src)
+        let (_, sha) = try await FileDigest.sha256(ofFileAt: src)
         try FileManager.default.createDirectory(atPath: inbox + "/.peerlink-partial", withIntermediateDirectories: true)
         try content.prefix(300 * 1024).write(to: URL(fileURLWithPath: inbox + "/.peerlink-partial/\(FileDigest.hex(sha)).part"))
 
@@ -78,7 +78,7 @@ final class SessionEndToEndTests: XCTestCase {
         let src = dir + "/a.bin"
         let content = Data(repeating: 0x41, count: 100_000)
         try content.write(to: URL(fileURLWithPath: src))
-        let (_, sha) = try FileDigest.sha256(ofFileAt: src)
+        let (_, sha) = try await FileDigest.sha256(ofFileAt: src)
         try Data(repeating: 0x42, count: 5000).write(to: URL(fileURLWithPath: dir + "/inbox/.peerlink-partial/\(FileDigest.hex(sha)).part"))
         Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/inbox") } } }
         do {

@@ -28,14 +28,21 @@ actor PeerChannel {
     private var offers: [UInt32: ResourceOffer] = [:]
     private var receiving: [UInt32: IncomingFile] = [:]
 
+    /// Why the receiver refused or stopped one of our outgoing resources (RESOURCE_ERROR).
+    private var refusals: [UInt32: ResourceError] = [:]
+
     struct IncomingFile {
         let offer: ResourceOffer
         let directory: String
-        let partPath: String
-        let handle: FileHandle
+        let writer: IncomingFileWriter
+        /// Bytes in the part file (written and hashed).
         var received: UInt64
         let resumedFrom: UInt64
         var lastReported: UInt64
+        /// Space promised to this file on its disk, released as it is written or dropped.
+        let reservation: DiskReservation?
+        /// Bytes handed to the writer and not yet written.
+        var queued: UInt64 = 0
     }
 
     init(session: Session, peer: PeerID, displayName: String, remoteToken: [UInt8], initiator: Bool, config: SessionConfig) {
@@ -61,6 +68,7 @@ actor PeerChannel {
         }
         links[link.id] = link
         core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame))
+        core.sharedMinor = min(UInt8(PeerLinkProtocol.minor), link.remoteHello.minor)
         core.linkUp(link.id, now: Clock.now())
         applyPolicy()
         session.emit(.linkChanged(peer, link: link.id, medium: link.medium, up: true, reason: "authenticated link to \(link.connection.remoteDescription)"))
@@ -145,7 +153,7 @@ actor PeerChannel {
         for s in incomingStreams.values { s.buffer.finish(.notConnected(peer)) }
         incomingStreams.removeAll()
         for (_, f) in receiving {
-            try? f.handle.close()
+            f.writer.close()
             session.emit(.resourceFinished(progress(f), path: nil, error: "peer disconnected (\(reason)); the partial file is kept to resume"))
         }
         receiving.removeAll()
@@ -220,6 +228,8 @@ actor PeerChannel {
             accepted[id] = offset
         case let .resourceResult(id, ok):
             results[id] = ok
+        case let .resourceError(id, reason):
+            refusals[id] = reason
         case let .remoteLeft(_, text):
             end(reason: text.isEmpty ? "the peer left" : "the peer left: \(text)")
         case let .protocolViolation(why):
@@ -311,48 +321,61 @@ actor PeerChannel {
     // MARK: outgoing resources
 
     func sendResource(path: String, name: String, progress: (@Sendable (ResourceProgress) -> Void)?) async throws {
-        let (size, sha) = try FileDigest.sha256(ofFileAt: path)
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw PeerLinkError.file("cannot open \(path) for reading") }
-        defer { try? handle.close() }
+        let peer = self.peer
+        // Hashing a large file takes seconds: it runs off this actor (FileDigest), once per
+        // file content, so a retry after a lost link does not hash again.
+        let (size, sha) = try await FileDigest.sha256(ofFileAt: path) { done, total in
+            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
+                                       resumedFrom: 0, stage: .hashing))
+        }
+        let reader = try OutgoingFileReader(path: path)
         guard !ended else { throw PeerLinkError.notConnected(peer) }
         let id = try core.offerResource(name: name, size: size, sha256: sha, now: Clock.now())
         process()
+        defer { refusals[id] = nil }
         while accepted[id] == nil {
             try cancelIfNeeded(id, name)
-            if refused.contains(id) { throw PeerLinkError.resourceDeclined(name) }
+            if refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceDeclined(name) }
             guard !ended else { throw PeerLinkError.notConnected(peer) }
             await waitForChange()
         }
         let start = min(accepted[id] ?? 0, size)
-        try handle.seek(toOffset: start)
         var sent = start
         var lastReport = UInt64(0)
         func report() {
             progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start))
         }
         report()
+        // Read ahead in chunks of up to 1 MiB (off this actor), hand them to the core within credit.
+        var chunk: [UInt8] = []
+        var used = 0
         while sent < size {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
             try cancelIfNeeded(id, name)
-            if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
+            if refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
             let credit = core.credit(of: id) ?? 0
             if credit == 0 || core.bulkBacklogBytes > core.config.sendWindow {
                 await waitForChange()
                 continue
             }
-            let want = Int(min(UInt64(min(credit, 64 * 1024)), size - sent))
-            let chunk = [UInt8](try handle.read(upToCount: want) ?? Data())
-            guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
-            try core.write(chunk, to: id, now: Clock.now())
+            if used == chunk.count {
+                chunk = try await reader.read(at: sent, count: Int(min(UInt64(1 << 20), size - sent)))
+                used = 0
+                guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
+                continue  // state may have changed while reading
+            }
+            let n = min(credit, 64 * 1024, chunk.count - used)
+            try core.write(Array(chunk[used..<used + n]), to: id, now: Clock.now())
+            used += n
             process()
-            sent += UInt64(chunk.count)
+            sent += UInt64(n)
             if sent - lastReport >= 256 * 1024 || sent == size { lastReport = sent; report() }
         }
         core.close(stream: id, cancel: false, now: Clock.now())
         process()
         while results[id] == nil {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
-            if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
+            if refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
             await waitForChange()
         }
         let ok = results.removeValue(forKey: id) ?? false
@@ -360,6 +383,11 @@ actor PeerChannel {
         let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start)
         session.emit(.resourceFinished(done, path: path, error: ok ? nil : "the receiver's SHA-256 check failed"))
         guard ok else { throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed") }
+    }
+
+    /// The receiver's reason for refusing or stopping resource `id`, if it gave one.
+    private func refusal(of id: UInt32, _ name: String) -> PeerLinkError? {
+        refusals[id].map { PeerLinkError.resourceRefused(name: name, reason: $0) }
     }
 
     /// Aborts an outgoing resource when the sending task was cancelled.
@@ -383,8 +411,10 @@ actor PeerChannel {
         }
     }
 
-    func acceptResource(_ offer: ResourceOffer, directory: String) throws {
-        guard offers.removeValue(forKey: offer.stream) != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
+    /// Accepts an offer into `directory`, refusing it (and telling the sender why) when the
+    /// bytes still to come do not fit in the free space less `keepFree`.
+    func acceptResource(_ offer: ResourceOffer, directory: String, keepFree: UInt64) throws {
+        guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
         let fm = FileManager.default
         let partDir = (directory as NSString).appendingPathComponent(".peerlink-partial")
         do {
@@ -393,15 +423,33 @@ actor PeerChannel {
             throw PeerLinkError.file("cannot create \(partDir): \(error.localizedDescription)")
         }
         let partPath = (partDir as NSString).appendingPathComponent(FileDigest.hex(offer.sha256) + ".part")
-        if !fm.fileExists(atPath: partPath) { fm.createFile(atPath: partPath, contents: nil) }
-        guard let handle = FileHandle(forUpdatingAtPath: partPath) else { throw PeerLinkError.file("cannot write \(partPath)") }
-        var have = (try? handle.seekToEnd()) ?? 0
-        if have > offer.size {
-            try handle.truncate(atOffset: 0)
-            have = 0
+        let writer = try IncomingFileWriter(partPath: partPath, size: offer.size)
+        let needed = offer.size - writer.resumedFrom
+        // Space other accepted transfers will still write to the same disk is not free.
+        let device = DiskSpace.device(of: partDir)
+        if let free = DiskSpace.available(at: partDir) {
+            let promised = device.map { DiskSpace.pending.promised(on: $0) } ?? 0
+            let usable = free > keepFree + promised ? free - keepFree - promised : 0
+            if needed > usable {
+                writer.discard()
+                offers[offer.stream] = nil
+                let reason = ResourceError.noSpace(needed: needed, available: usable)
+                core.refuseResource(offer.stream, error: reason, now: Clock.now())
+                process()
+                throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
+            }
         }
-        receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, partPath: partPath, handle: handle,
-                                               received: have, resumedFrom: have, lastReported: have)
+        offers[offer.stream] = nil
+        let have = writer.resumedFrom
+        receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, writer: writer,
+                                               received: have, resumedFrom: have, lastReported: have,
+                                               reservation: device.map { DiskSpace.pending.reserve(needed, on: $0) })
+        // A resumed prefix is hashed again before new bytes are written (on the writer's queue).
+        let peer = self.peer, session = self.session, name = offer.name, size = offer.size
+        writer.hashHeldPrefix { done, _ in
+            session.emit(.resourceProgress(ResourceProgress(peer: peer, name: name, direction: .receiving, completed: done,
+                                                            total: size, resumedFrom: have, stage: .verifying)))
+        }
         try core.acceptResource(offer.stream, offset: have, now: Clock.now())
         process()
         if let f = receiving[offer.stream] { session.emit(.resourceProgress(progress(f))) }
@@ -418,61 +466,80 @@ actor PeerChannel {
         ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.received, total: f.offer.size, resumedFrom: f.resumedFrom)
     }
 
+    /// Hands received bytes to the file's writer; credit goes back once they are written, so a
+    /// slow disk slows the sender.
     private func writeResource(_ id: UInt32, _ bytes: [UInt8]) {
         guard var f = receiving[id] else { return }
-        guard f.received + UInt64(bytes.count) <= f.offer.size else {
+        guard f.received + f.queued + UInt64(bytes.count) <= f.offer.size else {
             failResource(id, "the sender sent more than the announced \(f.offer.size) bytes")
             return
         }
-        do {
-            try f.handle.write(contentsOf: bytes)
-        } catch {
-            failResource(id, "cannot write \(f.partPath): \(error.localizedDescription)")
-            return
-        }
-        f.received += UInt64(bytes.count)
-        if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
-            f.lastReported = f.received
-            session.emit(.resourceProgress(progress(f)))
-        }
+        f.queued += UInt64(bytes.count)
         receiving[id] = f
-        core.consumed(bytes.count, of: id, now: Clock.now())
+        let count = bytes.count
+        f.writer.write(bytes) { [weak self] result in
+            Task { await self?.written(id, count, result) }
+        }
     }
 
-    private func failResource(_ id: UInt32, _ why: String) {
+    private func written(_ id: UInt32, _ count: Int, _ result: Result<UInt64, IncomingFileWriter.Failure>) {
+        guard var f = receiving[id] else { return }
+        switch result {
+        case let .success(held):
+            f.queued -= UInt64(count)
+            f.reservation?.wrote(UInt64(count))
+            f.received = max(f.received, held)
+            receiving[id] = f
+            if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
+                receiving[id]?.lastReported = f.received
+                session.emit(.resourceProgress(progress(f)))
+            }
+            core.consumed(count, of: id, now: Clock.now())
+        case let .failure(.diskFull(held)):
+            receiving[id]?.received = held
+            failResource(id, "the disk is full after \(ByteCount.text(held)) of \(ByteCount.text(f.offer.size)); the partial file is kept to resume",
+                         telling: .diskFull(held: held, size: f.offer.size))
+        case let .failure(.failed(held, reason)):
+            receiving[id]?.received = held
+            failResource(id, "\(reason); the partial file is kept to resume",
+                         telling: .writeFailed(held: held, size: f.offer.size, reason: reason))
+        }
+        process()
+    }
+
+    private func failResource(_ id: UInt32, _ why: String, telling reason: ResourceError? = nil) {
         guard let f = receiving.removeValue(forKey: id) else { return }
-        try? f.handle.close()
-        core.close(stream: id, cancel: true, now: Clock.now())
+        f.writer.close()
+        if let reason { core.refuseResource(id, error: reason, now: Clock.now()) } else { core.close(stream: id, cancel: true, now: Clock.now()) }
         session.emit(.resourceFinished(progress(f), path: nil, error: why))
     }
 
     private func finishResource(_ id: UInt32, status: StreamCloseStatus) {
-        guard let f = receiving.removeValue(forKey: id) else { return }
-        try? f.handle.close()
+        guard let f = receiving[id] else { return }
         guard status == .finished else {
+            receiving[id] = nil
+            f.writer.close()
             session.emit(.resourceFinished(progress(f), path: nil, error: "cancelled by the sender; the partial file is kept to resume"))
             return
         }
-        var ok = false
-        var finalPath: String?
-        var problem: String?
-        if f.received != f.offer.size {
-            problem = "ended after \(f.received) of \(f.offer.size) bytes"
-        } else if let (_, sha) = try? FileDigest.sha256(ofFileAt: f.partPath), sha == f.offer.sha256 {
-            let dest = SafeFileName.unique(in: f.directory, name: f.offer.name)
-            do {
-                try FileManager.default.moveItem(atPath: f.partPath, toPath: dest)
-                ok = true
-                finalPath = dest
-            } catch {
-                problem = "cannot move the verified file to \(dest): \(error.localizedDescription)"
-            }
-        } else {
-            problem = "SHA-256 mismatch: the received bytes differ from the sender's file; discarded"
-            try? FileManager.default.removeItem(atPath: f.partPath)
+        // Every byte is hashed as it is written: verifying is a comparison, off this actor.
+        f.writer.finish(sha256: f.offer.sha256, directory: f.directory, name: f.offer.name) { [weak self] result in
+            Task { await self?.verified(id, result) }
         }
-        core.finishResource(id, ok: ok, now: Clock.now())
-        session.emit(.resourceFinished(progress(f), path: finalPath, error: problem))
+    }
+
+    private func verified(_ id: UInt32, _ result: Result<String, PeerLinkError>) {
+        guard var f = receiving.removeValue(forKey: id) else { return }
+        switch result {
+        case let .success(path):
+            f.received = f.offer.size
+            core.finishResource(id, ok: true, now: Clock.now())
+            session.emit(.resourceFinished(progress(f), path: path, error: nil))
+        case let .failure(e):
+            core.finishResource(id, ok: false, now: Clock.now())
+            session.emit(.resourceFinished(progress(f), path: nil, error: "\(e)"))
+        }
+        process()
     }
 
     // MARK: streams
@@ -540,21 +607,4 @@ actor PeerChannel {
         }
         return PeerLinks(peer: peer, displayName: displayName, state: state, links: list)
     }
-}
-
-/// SHA-256 of files, read in chunks.
-enum FileDigest {
-    static func sha256(ofFileAt path: String) throws -> (size: UInt64, digest: [UInt8]) {
-        guard let h = FileHandle(forReadingAtPath: path) else { throw PeerLinkError.file("cannot open \(path) for reading") }
-        defer { try? h.close() }
-        var hasher = SHA256()
-        var size: UInt64 = 0
-        while let chunk = try h.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hasher.update(data: chunk)
-            size += UInt64(chunk.count)
-        }
-        return (size, Array(hasher.finalize()))
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 }

@@ -42,6 +42,8 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case unresolved(prefix: String, reasons: [String])
     case resourceDeclined(String)
     case resourceFailed(String)
+    /// The receiver refused or stopped the resource `name`, and said why (disk full, …).
+    case resourceRefused(name: String, reason: ResourceError)
     case file(String)
     case tooManyPendingInvitations(limit: Int)
 
@@ -54,6 +56,7 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .unresolved(prefix, reasons): return "could not learn who device \(prefix)… is: " + reasons.joined(separator: "; ")
         case let .resourceDeclined(n): return "the receiver declined '\(n)'"
         case let .resourceFailed(why): return "transfer failed: \(why)"
+        case let .resourceRefused(_, reason): return "\(reason)"
         case let .file(why): return why
         case let .tooManyPendingInvitations(limit): return "more than \(limit) invitations are pending; declined"
         }

@@ -13,6 +13,9 @@ public struct ResourceOffer: Sendable, Hashable {
 /// Progress of a resource in either direction.
 public struct ResourceProgress: Sendable, Hashable, Codable {
     public enum Direction: String, Sendable, Codable { case sending, receiving }
+    /// What the bytes count: the sender hashing its file before offering it, the receiver
+    /// reading back a partial file it resumes, or the transfer itself.
+    public enum Stage: String, Sendable, Codable { case hashing, verifying, transferring }
     public let peer: PeerID
     public let name: String
     public let direction: Direction
@@ -21,6 +24,13 @@ public struct ResourceProgress: Sendable, Hashable, Codable {
     public let total: UInt64
     /// Where this run started (non-zero when resuming).
     public let resumedFrom: UInt64
+    public let stage: Stage
+
+    public init(peer: PeerID, name: String, direction: Direction, completed: UInt64, total: UInt64, resumedFrom: UInt64,
+                stage: Stage = .transferring) {
+        self.peer = peer; self.name = name; self.direction = direction; self.completed = completed; self.total = total
+        self.resumedFrom = resumedFrom; self.stage = stage
+    }
 }
 
 /// An incoming byte stream. Read it to the end; reading returns credit to the sender, so a

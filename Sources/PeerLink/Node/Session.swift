@@ -104,10 +104,16 @@ public final class Session: Sendable {
         try await c.sendResource(path: path, name: name ?? (path as NSString).lastPathComponent, progress: progress)
     }
 
-    /// Accepts an offered resource into `directory` (created if missing).
-    public func accept(_ offer: ResourceOffer, into directory: String) async throws {
+    /// Free space a receiver leaves untouched by default (`accept(_:into:keepingFree:)`).
+    public static let defaultKeepFree: UInt64 = 64 << 20
+
+    /// Accepts an offered resource into `directory` (created if missing). When the bytes still
+    /// to come do not fit in the directory's free space less `keepingFree`, the offer is
+    /// refused instead: this throws `PeerLinkError.resourceRefused` and the sender is told the
+    /// same reason.
+    public func accept(_ offer: ResourceOffer, into directory: String, keepingFree: UInt64 = Session.defaultKeepFree) async throws {
         guard let c = registry.channel(for: offer.peer) else { throw PeerLinkError.notConnected(offer.peer) }
-        try await c.acceptResource(offer, directory: directory)
+        try await c.acceptResource(offer, directory: directory, keepFree: keepingFree)
     }
 
     /// Stops receiving a resource, before or during the transfer. The partial file is kept,

@@ -1,0 +1,107 @@
+import Foundation
+@preconcurrency import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SHA-256 of files, read in chunks off the cooperative pool, with progress. A file's digest is
+/// computed once per content: it is remembered by device, inode, size and modification time,
+/// so a transfer that reconnects and resumes does not hash a multi-gigabyte file again.
+enum FileDigest {
+    /// Bytes read per step.
+    static let chunk = 4 << 20
+
+    /// Size and digest of the file at `path`; `progress(done, total)` is called every few
+    /// chunks while hashing (not when the digest was known).
+    static func sha256(ofFileAt path: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws -> (size: UInt64, digest: [UInt8]) {
+        let id = try FileIdentity(path: path)
+        if let known = cache.digest(for: id) { return (id.size, known) }
+        let digest = try await BlockingWork.run { try hash(path: path, size: id.size, progress: progress) }
+        cache.remember(digest, for: id)
+        return (id.size, digest)
+    }
+
+    /// Hashes on the calling thread (a blocking queue). Fails if the file changed size.
+    static func hash(path: String, size: UInt64, progress: (@Sendable (UInt64, UInt64) -> Void)?) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PeerLinkError.file("cannot open \(path) for reading: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var hasher = SHA256()
+        var done: UInt64 = 0
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var lastReport: UInt64 = 0
+        progress?(0, size)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            done += UInt64(n)
+            Hooks.afterChunk()
+            if done - lastReport >= 64 << 20 { lastReport = done; progress?(done, size) }
+        }
+        guard done == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(done) bytes)") }
+        Hooks.counted()
+        progress?(done, size)
+        return Array(hasher.finalize())
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    static let cache = DigestCache()
+
+    /// Test hooks: a simulated slow disk and a count of whole-file hashes.
+    enum Hooks {
+        private static let lock = NSLock()
+        nonisolated(unsafe) private static var delay: UInt32 = 0
+        nonisolated(unsafe) private static var count = 0
+        /// Microseconds to sleep after each chunk read (0: none). Tests only.
+        static var delayPerChunk: UInt32 {
+            get { lock.withLock { delay } }
+            set { lock.withLock { delay = newValue } }
+        }
+        /// Whole-file hashes computed so far.
+        static var hashes: Int { lock.withLock { count } }
+        static func afterChunk() { let d = delayPerChunk; if d > 0 { usleep(d) } }
+        static func counted() { lock.withLock { count += 1 } }
+    }
+}
+
+/// What identifies a file's content for the digest cache.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+    let size: UInt64
+    let modified: Int64
+
+    init(path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw PeerLinkError.file("\(path) is not a regular file") }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = UInt64(st.st_size)
+        modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+}
+
+/// Digests of files already hashed in this process, keyed by their identity (a changed file
+/// has a new size or modification time and is hashed again). Bounded.
+final class DigestCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var digests: [FileIdentity: [UInt8]] = [:]
+    private var order: [FileIdentity] = []
+    static let capacity = 256
+
+    func digest(for id: FileIdentity) -> [UInt8]? { lock.withLock { digests[id] } }
+
+    func remember(_ digest: [UInt8], for id: FileIdentity) {
+        lock.withLock {
+            if digests.updateValue(digest, forKey: id) == nil { order.append(id) }
+            if order.count > Self.capacity { digests[order.removeFirst()] = nil }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a file being sent, on a serial queue of its own (never the cooperative pool or the
+/// peer's actor).
+final class OutgoingFileReader: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+    private let queue = DispatchQueue(label: "peerlink.file.read")
+
+    init(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PeerLinkError.file("cannot open \(path) for reading: \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Up to `count` bytes from `offset`; fewer only at the end of the file.
+    func read(at offset: UInt64, count: Int) async throws -> [UInt8] {
+        let fd = self.fd, path = self.path
+        return try await BlockingWork.run(on: queue) {
+            var out = [UInt8](repeating: 0, count: count)
+            var got = 0
+            while got < count {
+                let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress.map { $0 + got }, count - got, off_t(offset) + off_t(got)) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(errno)))")
+                }
+                if n == 0 { break }
+                got += n
+            }
+            if got < count { out.removeLast(count - got) }
+            return out
+        }
+    }
+}
