@@ -35,6 +35,7 @@ expect_error "reserved discovery info key" "reserved for PeerLink" advertise --s
 expect_error "discovery info entry over 255 bytes" "above the limit of 255" advertise --service demo --info "k=$(head -c 300 /dev/zero | tr '\0' v)"
 expect_error "duplicate discovery info key" "given more than once" advertise --service demo --info a=1 --info a=2
 expect_error "both accept flags" "either --accept-all or --accept-known" advertise --service demo --accept-all --accept-known
+expect_error "receive: --keep-free not a size" "--keep-free 'lots' is not a size" receive --service demo --dir "$work/in" --keep-free lots
 expect_error "unknown policy" "is not known; use one of" chat --service demo --policy fastest --peer x
 # No bluetoothd on the host (the Bluetooth lab VM has one): an explicit --media bluetooth says why.
 expect_error "bluetooth media without bluetoothd" "Bluetooth is not usable: .*(bluetoothd|D-Bus)" browse --service demo --media bluetooth --timeout 1

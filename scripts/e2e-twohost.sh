@@ -154,5 +154,24 @@ resumed=$(grep -o '"resumedFrom":[1-9][0-9]*' "$work/send2.out" | head -1 | cut 
 echo "resumed at byte ${resumed:-none} of 6291456"
 check "the second attempt resumed instead of starting over" test -n "$resumed"
 
+# 7. A receiver whose disk cannot hold the file refuses it up front and both sides say why.
+small="$work/small-disk"
+mkdir -p "$small"
+if mount -t tmpfs -o size=16m tmpfs "$small"; then
+    head -c 33554432 /dev/urandom >"$work/too-big.bin"
+    run_on "$A" receive3 receive --service field-full --name alpha --dir "$small/inbox" --accept-all --count 1 --keep-free 0
+    wait_for "$work/receive3.out" 'advertising' 10
+    "$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-$B" "$bin" send "$work/too-big.bin" --service field-full \
+        --name beta --to alpha --retries 0 >"$work/send3.out" 2>"$work/send3.err"
+    send3_rc=$?
+    check "sending 32 MiB to a 16 MiB disk fails" test "$send3_rc" != 0
+    check "…and the sender says why" grep -q "not enough space on the receiver: 32.0 MiB offered, 1[0-9].[0-9] MiB free" "$work/send3.err" "$work/send3.out"
+    check "…and so does the receiver" wait_for "$work/receive3.out" "refused 'too-big.bin' from .*not enough space on the receiver" 10
+    check "…which keeps nothing of it" test -z "$(ls -A "$small/inbox/.peerlink-partial" 2>/dev/null)"
+    umount -l "$small"
+else
+    echo "FAIL cannot mount a 16 MiB tmpfs for the full-disk check"; failed=$((failed + 1))
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -57,7 +57,17 @@ struct ReceiveCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Discovery info entry, key=value (repeatable).", valueName: "key=value"))
     var info: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Free space to leave on DIR's file system: an offer that would eat into it is refused, and the sender is told why. Bytes, or with K, M, G (powers of 1024); 0 for none.", valueName: "size"))
+    var keepFree: String = "64M"
+
+    func validate() throws {
+        guard ByteSizeArgument.parse(keepFree) != nil else {
+            throw ValidationError("--keep-free '\(keepFree)' is not a size; use bytes or a number with K, M or G, e.g. 64M")
+        }
+    }
+
     func run() async throws {
+        let keep = ByteSizeArgument.parse(keepFree) ?? Session.defaultKeepFree
         let discoveryInfo: DiscoveryInfo
         do { discoveryInfo = try DiscoveryInfo(arguments: info) } catch { throw ValidationError("--info: \(error)") }
         do {
@@ -77,7 +87,11 @@ struct ReceiveCommand: AsyncParsableCommand {
                 out.emit("receiving '\(offer.name)' (\(bytes(offer.size))) from \(names.name(offer.peer))",
                          ["event": "offer", "peer": offer.peer.description, "name": offer.name, "size": offer.size])
                 do {
-                    try await host.session.accept(offer, into: dir)
+                    try await host.session.accept(offer, into: dir, keepingFree: keep)
+                } catch let PeerLinkError.resourceRefused(name, reason) {
+                    let margin = keep > 0 ? " (keeping \(bytes(keep)) free: --keep-free)" : ""
+                    out.emit("refused '\(name)' from \(names.name(offer.peer)): \(reason)\(margin); the sender was told",
+                             ["event": "refused", "peer": offer.peer.description, "name": name, "reason": "\(reason)", "keepFree": keep])
                 } catch {
                     out.emit("cannot accept '\(offer.name)': \(error)", ["event": "error", "text": "\(error)"])
                     await host.session.decline(offer)

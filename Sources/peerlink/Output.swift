@@ -40,47 +40,56 @@ func json(_ p: PeerInfo) -> [String: Any] {
      "endpoints": p.endpoints.map { $0.description }]
 }
 
-/// A one-line progress bar with bytes, rate and ETA, redrawn on stderr.
+/// A one-line progress bar with bytes, rate and ETA, redrawn on stderr. Hashing (before a
+/// file is offered) and reading back a resumed part file get their own line.
 final class ProgressBar: @unchecked Sendable {
     private let lock = NSLock()
     private var started = Date()
     private var startBytes: UInt64 = 0
     private var lastDraw = Date.distantPast
+    private var stage: ResourceProgress.Stage?
     let label: String
 
     init(label: String) { self.label = label }
 
     func update(_ p: ResourceProgress, force: Bool = false) {
         lock.withLock {
-            if p.completed == p.resumedFrom { started = Date(); startBytes = p.completed }
             let now = Date()
+            if stage != p.stage {
+                if stage != nil { FileHandle.standardError.write(Data("\n".utf8)) }
+                stage = p.stage
+                started = now
+                startBytes = p.completed
+                lastDraw = .distantPast
+            }
+            if p.completed == p.resumedFrom, p.stage == .transferring { started = now; startBytes = p.completed }
             guard force || now.timeIntervalSince(lastDraw) > 0.2 || p.completed == p.total else { return }
             lastDraw = now
             let elapsed = max(now.timeIntervalSince(started), 0.001)
-            let rate = Double(p.completed - startBytes) / elapsed
+            let rate = Double(p.completed - min(startBytes, p.completed)) / elapsed
             let frac = p.total == 0 ? 1 : Double(p.completed) / Double(p.total)
             let width = 24
             let filled = Int(frac * Double(width))
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
             let eta = rate > 0 ? Double(p.total - p.completed) / rate : 0
-            let resumed = p.resumedFrom > 0 ? " (resumed at \(bytes(p.resumedFrom)))" : ""
-            let line = "\r\(label) [\(bar)] \(Int(frac * 100))% \(bytes(p.completed))/\(bytes(p.total)) \(bytes(UInt64(rate)))/s ETA \(Int(eta))s\(resumed)"
+            let resumed = p.resumedFrom > 0 && p.stage == .transferring ? " (resumed at \(bytes(p.resumedFrom)))" : ""
+            let what = switch p.stage {
+            case .hashing: "hashing \(label)"
+            case .verifying: "checking the part of \(label) received before"
+            case .transferring: label
+            }
+            let line = "\r\(what) [\(bar)] \(Int(frac * 100))% \(bytes(p.completed))/\(bytes(p.total)) \(bytes(UInt64(rate)))/s ETA \(Int(eta))s\(resumed)"
             FileHandle.standardError.write(Data(line.utf8))
-            if p.completed == p.total { FileHandle.standardError.write(Data("\n".utf8)) }
+            if p.completed == p.total { FileHandle.standardError.write(Data("\n".utf8)); stage = nil }
         }
     }
 }
 
-func bytes(_ n: UInt64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    var v = Double(n), i = 0
-    while v >= 1024, i < units.count - 1 { v /= 1024; i += 1 }
-    return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
-}
+func bytes(_ n: UInt64) -> String { ByteCount.text(n) }
 
 func progressJSON(_ p: ResourceProgress) -> [String: Any] {
     ["event": "progress", "peer": p.peer.description, "name": p.name, "direction": p.direction.rawValue,
-     "completed": p.completed, "total": p.total, "resumedFrom": p.resumedFrom]
+     "completed": p.completed, "total": p.total, "resumedFrom": p.resumedFrom, "stage": p.stage.rawValue]
 }
 
 /// A failure while running (not a usage mistake): printed as "Error: …" without the usage text.
