@@ -14,11 +14,13 @@ public struct LinkPath: Hashable, Sendable {
 ///   Ethernet and Wi-Fi); IPv6 endpoints only when the medium has no IPv4 endpoint (DNS-SD
 ///   reports both families for the same interface).
 /// - Other media (in-memory): one path per address.
-/// Endpoints on media this node has no transport for, or that the policy forbids, are left out.
+/// Endpoints on media this node has no transport for, that the policy forbids, or that are
+/// set up by negotiation (`MediumTraits.negotiated`) are left out.
 public enum LinkPaths {
     public static func select(_ endpoints: [TransportEndpoint], policy: LinkPolicy.Kind, media: Set<Medium>) -> [LinkPath] {
         let usable = endpoints.filter { e in
-            guard media.contains(e.medium) else { return false }
+            // Negotiated media (Wi-Fi Direct) are reached through LINK_SETUP, never from discovery.
+            guard media.contains(e.medium), !e.medium.traits.negotiated else { return false }
             switch policy {
             case .bluetoothOnly: return e.medium.linkClass == .bluetooth
             case .ipOnly: return e.medium.linkClass != .bluetooth
