@@ -147,11 +147,14 @@ public enum Record: Equatable, Sendable {
     /// The receiver cannot take (or go on taking) a resource, and says why; a STREAM_CLOSE
     /// (cancelled by the receiver) follows on the same lane. Protocol minor 1 and later.
     case resourceError(stream: UInt32, error: ResourceError)
+    /// A step of negotiating a new link inside the session (e.g. a Wi-Fi Direct group).
+    /// Protocol minor 1 and later.
+    case linkSetup(LinkSetup)
 
     public enum Kind: UInt8, Sendable {
         case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
         case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
-        case resourceError = 0x09
+        case resourceError = 0x09, linkSetup = 0x0a
     }
 
     func encode(into w: inout WireWriter) {
@@ -175,6 +178,9 @@ public enum Record: Equatable, Sendable {
         case let .resourceError(stream, error):
             w.u8(Kind.resourceError.rawValue); w.u32(stream)
             error.encode(into: &w)
+        case let .linkSetup(setup):
+            w.u8(Kind.linkSetup.rawValue)
+            setup.encode(into: &w)
         }
     }
 
@@ -210,6 +216,8 @@ public enum Record: Equatable, Sendable {
             return .resourceResult(stream: try r.u32("stream id"), ok: try bool("result flag"))
         case .resourceError:
             return .resourceError(stream: try r.u32("stream id"), error: try ResourceError.decode(&r))
+        case .linkSetup:
+            return .linkSetup(try LinkSetup.decode(&r))
         }
     }
 }

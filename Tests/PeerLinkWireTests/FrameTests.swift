@@ -175,7 +175,7 @@ final class FrameTests: XCTestCase {
     }
 
     func testUnknownRecordTypes() {
-        for t: UInt8 in [0x00, 0x0a, 0xff] {
+        for t: UInt8 in [0x00, 0x0b, 0xff] {
             var w = WireWriter()
             w.u8(Frame.Kind.reliable.rawValue); w.u64(1); w.u8(t); w.append([0, 0, 0, 0, 0])
             XCTAssertEqual(assertWireError(try Frame.decode(w.bytes)), .unknownType(context: "record", value: t))

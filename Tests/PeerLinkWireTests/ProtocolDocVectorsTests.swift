@@ -39,6 +39,8 @@ final class ProtocolDocVectorsTests: XCTestCase {
         ("record-resource-accept", .reliable(seq: 8, record: .resourceAccept(stream: 3, offset: 5, credit: 262_144))),
         ("record-resource-result", .reliable(seq: 9, record: .resourceResult(stream: 3, ok: true))),
         ("record-resource-error", .reliable(seq: 10, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 16 << 20)))),
+        ("record-link-setup", .reliable(seq: 11, record: .linkSetup(LinkSetup(id: 1, step: .propose, medium: "wifi-direct",
+                                                                                parameters: [.init("roles", [3])], text: "sending 'f.bin'")))),
     ]
 
     static let checkedHere: Set<String> = Set(frames.map(\.0)).union([
@@ -77,6 +79,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
             ("record-message-part", 0x01), ("record-stream-open", 0x02), ("record-stream-data", 0x03),
             ("record-stream-credit", 0x04), ("record-stream-close", 0x05), ("record-resource-offer", 0x06),
             ("record-resource-accept", 0x07), ("record-resource-result", 0x08), ("record-resource-error", 0x09),
+            ("record-link-setup", 0x0a),
         ]
         for (name, type) in recordTypes {
             let bytes = try doc.hex(name)
