@@ -2,6 +2,8 @@ import PeerLinkWire
 
 /// Tunables of a session. Times are in milliseconds of a monotonic clock supplied by the caller.
 public struct SessionConfig: Sendable, Equatable {
+    /// Negotiation of set-up media (Wi-Fi Direct): timeouts and idle teardown.
+    public var upgrade = LinkUpgrade.Config()
     /// How often an idle link is probed.
     public var keepaliveInterval: UInt64 = 1000
     /// A link with nothing received for this long is declared dead (the "keepalive bound").
@@ -74,6 +76,8 @@ public enum SessionEvent: Equatable, Sendable {
     case resourceResult(stream: UInt32, ok: Bool)
     /// The receiver of one of our resources refused or stopped it, and why (a stream close follows).
     case resourceError(stream: UInt32, error: ResourceError)
+    /// A step of a link negotiation from the remote (LINK_SETUP).
+    case linkSetup(LinkSetup)
     /// The remote left the session gracefully.
     case remoteLeft(reason: CloseReason, text: String)
     /// The remote broke the protocol; the session should be closed.
@@ -88,6 +92,8 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownStream(UInt32)
     case noCredit(stream: UInt32, available: Int)
     case closed
+    /// The remote's protocol version lacks what was asked for.
+    case unsupportedByPeer(String)
 
     public var description: String {
         switch self {
@@ -97,6 +103,7 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .unknownStream(id): return "no open stream \(id)"
         case let .noCredit(id, available): return "stream \(id) has only \(available) bytes of credit"
         case .closed: return "the session is closed"
+        case let .unsupportedByPeer(what): return "the peer's PeerLink is too old for \(what)"
         }
     }
 }

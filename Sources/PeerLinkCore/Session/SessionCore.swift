@@ -298,6 +298,15 @@ public struct SessionCore: Sendable {
         close(stream: stream, cancel: true, now: now)
     }
 
+    /// Sends one step of a link negotiation (LINK_SETUP), reliably and in order with messages.
+    /// Throws `SessionError.unsupportedByPeer` when the remote predates protocol minor 1.
+    public mutating func sendLinkSetup(_ setup: LinkSetup, now: UInt64) throws {
+        guard sharedMinor >= 1 else { throw SessionError.unsupportedByPeer("link negotiation (protocol minor 1)") }
+        guard !links.isEmpty else { throw SessionError.noLink }
+        enqueue(.linkSetup(setup))
+        flush(now: now)
+    }
+
     /// Reports whether a received resource verified; ends the transfer on both sides.
     public mutating func finishResource(_ stream: UInt32, ok: Bool, now: UInt64) {
         inbound.removeValue(forKey: stream)
@@ -687,6 +696,8 @@ public struct SessionCore: Sendable {
             // Only for our own outgoing resources; the STREAM_CLOSE behind it ends the stream.
             guard outboundCredit[id] != nil else { return }
             outputs.append(.event(.resourceError(stream: id, error: error)))
+        case let .linkSetup(setup):
+            outputs.append(.event(.linkSetup(setup)))
         }
     }
 

@@ -1,0 +1,323 @@
+import PeerLinkWire
+
+/// Negotiates, with one peer of a session, an extra link on a medium that has to be set up
+/// first (a Wi-Fi Direct group, a soft-AP): propose, accept or reject, the host forms the group
+/// and says how to reach it, the joiner joins and dials, the new link joins the session; after
+/// a quiet spell, or when the link dies, the set-up is taken down. Sans-I/O: the edge feeds it
+/// messages, local results and the time, and carries out its actions.
+///
+/// One negotiation at a time per peer. Crossed proposals: the session initiator's goes ahead.
+public struct LinkUpgrade: Sendable {
+    public struct Config: Sendable, Equatable {
+        /// Milliseconds to wait for an answer to a proposal.
+        public var answerTimeout: UInt64 = 10_000
+        /// Milliseconds allowed from acceptance to the new link joining the session.
+        public var setupTimeout: UInt64 = 60_000
+        /// Milliseconds without bulk traffic after which the set-up is taken down (0: never).
+        public var idleTeardown: UInt64 = 60_000
+        /// Milliseconds before proposing again after a refusal or failure.
+        public var retryAfter: UInt64 = 30_000
+        public init() {}
+    }
+
+    /// Which end of the set-up a side takes.
+    public enum Role: UInt8, Sendable, Equatable {
+        case host = 1, join = 2
+        var other: Role { self == .host ? .join : .host }
+    }
+
+    /// Where the current negotiation stands.
+    public enum Phase: String, Sendable, Equatable {
+        case idle
+        /// We proposed and wait for the answer.
+        case proposed
+        /// We host and are forming the group.
+        case hosting
+        /// We host, said how to reach us, and wait for the joiner's link.
+        case ready
+        /// We join and wait for the host's parameters.
+        case awaitingHost
+        /// We join: joining the group and dialling.
+        case joining
+        /// The new link is in the session.
+        case up
+    }
+
+    /// What the edge must do.
+    public enum Action: Sendable, Equatable {
+        /// Send this step to the peer (inside the session).
+        case send(LinkSetup)
+        /// Form the group and listen on it; answer with `hosted` or `failed`.
+        case host(id: UInt32, medium: String)
+        /// Join the host's group with these parameters and dial it; answer with `linkUp` or `failed`.
+        case join(id: UInt32, medium: String, parameters: [LinkSetup.Parameter])
+        /// Undo what `host` or `join` set up (leave the group, close its link).
+        case leave(id: UInt32, medium: String, reason: String)
+        /// For the timeline (`peerlink links`, session events).
+        case event(UpgradeEvent)
+    }
+
+    /// Local abilities per medium, set by the edge from the medium's plug-in.
+    public struct Availability: Sendable, Equatable {
+        public var roles: LinkSetup.Roles
+        /// Why the medium cannot be used here, when `roles` is empty.
+        public var reason: String
+        public init(roles: LinkSetup.Roles, reason: String = "") { self.roles = roles; self.reason = reason }
+    }
+
+    public let config: Config
+    /// True on the side that sent the session's first invitation (wins crossed proposals).
+    public let initiator: Bool
+    public private(set) var phase: Phase = .idle
+    /// The negotiation in progress (or up).
+    public private(set) var current: (id: UInt32, medium: String, role: Role?)?
+    private var availability: [String: Availability] = [:]
+    private var nextID: UInt32
+    private var proposedAt: UInt64 = 0
+    private var stepAt: UInt64 = 0
+    private var lastBulk: UInt64 = 0
+    private var quietUntil: UInt64 = 0
+    private var actions: [Action] = []
+
+    public init(initiator: Bool, config: Config = Config()) {
+        self.initiator = initiator
+        self.config = config
+        nextID = initiator ? 1 : 2
+    }
+
+    /// Tells what this side can do with `medium` (empty roles and a reason: it cannot).
+    public mutating func setAvailability(_ medium: String, _ a: Availability) { availability[medium] = a }
+
+    /// Whether availability for `medium` was set.
+    public func knows(_ medium: String) -> Bool { availability[medium] != nil }
+    /// Whether actions are waiting to be taken.
+    public var hasActions: Bool { !actions.isEmpty }
+
+    /// The actions produced so far, in order; clears them.
+    public mutating func takeActions() -> [Action] {
+        defer { actions = [] }
+        return actions
+    }
+
+    // MARK: local inputs
+
+    /// Proposes a link on `medium` (bulk traffic started, or the policy asks). Returns false,
+    /// doing nothing, when a negotiation is under way or up, the last one failed recently, or
+    /// this side cannot use the medium.
+    @discardableResult
+    public mutating func propose(_ medium: String, reason: String, now: UInt64) -> Bool {
+        guard phase == .idle, now >= quietUntil, let a = availability[medium], !a.roles.isEmpty else { return false }
+        let id = nextID
+        nextID &+= 2
+        current = (id, medium, nil)
+        phase = .proposed
+        proposedAt = now
+        stepAt = now
+        lastBulk = now
+        actions.append(.send(LinkSetup(id: id, step: .propose, medium: medium, parameters: [.init("roles", [a.roles.rawValue])], text: reason)))
+        note(.proposed, reason, now)
+        return true
+    }
+
+    /// Bulk traffic moved (a resource or stream byte, either way): keeps the set-up alive.
+    public mutating func bulkActivity(now: UInt64) { lastBulk = now }
+
+    /// The group is formed and we listen on it; `parameters` tell the joiner how to reach us.
+    public mutating func hosted(_ id: UInt32, parameters: [LinkSetup.Parameter], now: UInt64) {
+        guard let c = current, c.id == id, phase == .hosting else { return }
+        phase = .ready
+        actions.append(.send(LinkSetup(id: id, step: .ready, medium: c.medium, parameters: parameters)))
+        note(.hosted, "", now)
+        stepAt = now
+    }
+
+    /// A link of the negotiated medium joined the session (either side).
+    public mutating func linkUp(_ id: UInt32, now: UInt64) {
+        guard let c = current, c.id == id, phase == .ready || phase == .joining else { return }
+        phase = .up
+        lastBulk = max(lastBulk, now)
+        note(.linkUp, "", now)
+        stepAt = now
+    }
+
+    /// The negotiated link left the session (radio gone, group torn down by the system).
+    public mutating func linkDown(_ id: UInt32, reason: String, now: UInt64) {
+        guard let c = current, c.id == id, phase == .up else { return }
+        finish(sending: .teardown, reason: "the link went down: \(reason)", now: now, quiet: 0)
+    }
+
+    /// A local step (forming, joining, dialling) failed.
+    public mutating func failed(_ id: UInt32, reason: String, now: UInt64) {
+        guard let c = current, c.id == id, phase != .idle else { return }
+        finish(sending: .failed, reason: reason, now: now, quiet: config.retryAfter)
+    }
+
+    /// Takes down whatever is set up (the node is leaving, or the user asked).
+    public mutating func stop(reason: String, now: UInt64) {
+        guard phase != .idle else { return }
+        finish(sending: .teardown, reason: reason, now: now, quiet: 0)
+    }
+
+    /// Timeouts and idle teardown.
+    public mutating func tick(now: UInt64) {
+        switch phase {
+        case .idle:
+            return
+        case .proposed:
+            if now >= stepAt + config.answerTimeout {
+                finish(sending: nil, reason: "no answer to the proposal within \(config.answerTimeout / 1000) s", now: now, quiet: config.retryAfter)
+            }
+        case .hosting, .ready, .awaitingHost, .joining:
+            if now >= proposedAt + config.setupTimeout {
+                finish(sending: .failed, reason: "set-up timed out while \(phase.describing) (\(config.setupTimeout / 1000) s)", now: now,
+                       quiet: config.retryAfter)
+            }
+        case .up:
+            if config.idleTeardown > 0, now >= lastBulk + config.idleTeardown {
+                finish(sending: .teardown, reason: "no bulk traffic for \(config.idleTeardown / 1000) s", now: now, quiet: 0)
+            }
+        }
+    }
+
+    // MARK: from the peer
+
+    /// A LINK_SETUP from the peer.
+    public mutating func received(_ m: LinkSetup, now: UInt64) {
+        switch m.step {
+        case .propose:
+            receivedProposal(m, now: now)
+        case .accept:
+            guard let c = current, c.id == m.id, phase == .proposed else { return }
+            guard let raw = m.value("role")?.first, m.value("role")?.count == 1, let ourRole = Role(rawValue: raw) else {
+                return finish(sending: .failed, reason: "the peer's acceptance names no valid role", now: now, quiet: config.retryAfter)
+            }
+            let mine = availability[c.medium]?.roles ?? []
+            guard mine.contains(ourRole == .host ? .host : .join) else {
+                return finish(sending: .failed, reason: "the peer asked us to \(ourRole == .host ? "host" : "join"), which we cannot",
+                              now: now, quiet: config.retryAfter)
+            }
+            start(ourRole, id: c.id, medium: c.medium, now: now)
+            note(.accepted, "we \(ourRole == .host ? "host" : "join")", now)
+        case .reject:
+            guard let c = current, c.id == m.id, phase == .proposed else { return }
+            current = nil
+            phase = .idle
+            quietUntil = now + config.retryAfter
+            note(.rejected, m.text, now, id: c.id, medium: c.medium)
+        case .ready:
+            guard let c = current, c.id == m.id, phase == .awaitingHost else { return }
+            phase = .joining
+            stepAt = now
+            note(.ready, "", now)
+            actions.append(.join(id: c.id, medium: c.medium, parameters: m.parameters))
+        case .failed, .teardown:
+            guard let c = current, c.id == m.id, phase != .idle else { return }
+            let why = m.text.isEmpty ? "no reason given" : m.text
+            let quiet = m.step == .failed ? config.retryAfter : 0
+            finish(sending: nil, reason: "the peer \(m.step == .failed ? "failed" : "took it down"): \(why)", now: now, quiet: quiet)
+        }
+    }
+
+    private mutating func receivedProposal(_ m: LinkSetup, now: UInt64) {
+        func reject(_ why: String) {
+            actions.append(.send(LinkSetup(id: m.id, step: .reject, medium: m.medium, text: why)))
+            note(.refused, why, now, id: m.id, medium: m.medium)
+        }
+        if phase == .proposed, let c = current {
+            if initiator { return reject("crossed proposals: ours (\(c.id)) goes ahead") }
+            // The initiator's proposal wins: ours is dropped (its reject will be ignored).
+            current = nil
+            phase = .idle
+        }
+        guard phase == .idle else { return reject("a set-up of \(current?.medium ?? "a link") is already \(phase.describing)") }
+        guard let roles = m.value("roles"), roles.count == 1 else { return reject("the proposal names no roles") }
+        let theirs = LinkSetup.Roles(rawValue: roles[0])
+        guard let mine = availability[m.medium], !mine.roles.isEmpty else {
+            let why = availability[m.medium]?.reason ?? ""
+            return reject("this peer cannot use \(m.medium)\(why.isEmpty ? "" : ": \(why)")")
+        }
+        let proposerRole: Role
+        if theirs.contains(.host), mine.roles.contains(.join) {
+            proposerRole = .host
+        } else if theirs.contains(.join), mine.roles.contains(.host) {
+            proposerRole = .join
+        } else {
+            return reject("no roles fit: the proposer can \(theirs.describing), this peer can \(mine.roles.describing)")
+        }
+        current = (m.id, m.medium, nil)
+        proposedAt = now
+        lastBulk = now
+        note(.receivedProposal, m.text, now)
+        actions.append(.send(LinkSetup(id: m.id, step: .accept, medium: m.medium, parameters: [.init("role", [proposerRole.rawValue])])))
+        start(proposerRole.other, id: m.id, medium: m.medium, now: now)
+    }
+
+    private mutating func start(_ role: Role, id: UInt32, medium: String, now: UInt64) {
+        current = (id, medium, role)
+        stepAt = now
+        if role == .host {
+            phase = .hosting
+            actions.append(.host(id: id, medium: medium))
+        } else {
+            phase = .awaitingHost
+        }
+    }
+
+    private mutating func finish(sending step: LinkSetup.Step?, reason: String, now: UInt64, quiet: UInt64) {
+        guard let c = current else { return }
+        if let step { actions.append(.send(LinkSetup(id: c.id, step: step, medium: c.medium, text: reason))) }
+        if c.role != nil { actions.append(.leave(id: c.id, medium: c.medium, reason: reason)) }
+        note(phase == .up || step == .teardown ? .tornDown : .failed, reason, now)
+        current = nil
+        phase = .idle
+        quietUntil = now + quiet
+    }
+
+    private mutating func note(_ step: UpgradeEvent.Step, _ detail: String, _ now: UInt64, id: UInt32? = nil, medium: String? = nil) {
+        guard let id = id ?? current?.id, let medium = medium ?? current?.medium else { return }
+        actions.append(.event(UpgradeEvent(id: id, medium: medium, step: step, sinceProposal: now &- proposedAt,
+                                           sinceLastStep: now &- stepAt, detail: detail)))
+    }
+}
+
+/// One step of a link negotiation, for the timeline.
+public struct UpgradeEvent: Sendable, Equatable {
+    public enum Step: String, Sendable, Equatable {
+        case proposed, receivedProposal = "received-proposal", accepted, rejected, refused, hosted, ready
+        case linkUp = "link-up", failed, tornDown = "torn-down"
+    }
+    public var id: UInt32
+    public var medium: String
+    public var step: Step
+    /// Milliseconds since the proposal was sent or received.
+    public var sinceProposal: UInt64
+    /// Milliseconds since the previous step.
+    public var sinceLastStep: UInt64
+    /// Why (refusals, failures, teardowns) or what was decided.
+    public var detail: String
+}
+
+extension LinkUpgrade.Phase {
+    var describing: String {
+        switch self {
+        case .idle: return "idle"
+        case .proposed: return "waiting for an answer"
+        case .hosting: return "forming the group"
+        case .ready: return "waiting for the peer to join"
+        case .awaitingHost: return "waiting for the host"
+        case .joining: return "joining and dialling"
+        case .up: return "up"
+        }
+    }
+}
+
+extension LinkSetup.Roles {
+    var describing: String {
+        switch (contains(.host), contains(.join)) {
+        case (true, true): return "host or join"
+        case (true, false): return "only host"
+        case (false, true): return "only join"
+        case (false, false): return "neither"
+        }
+    }
+}
