@@ -54,6 +54,12 @@ struct LinksCommand: ParsableCommand {
                 s += "    link \(l.id) \(l.medium.rawValue) \(l.remote) \(l.state) rtt \(rtt) loss \(Int(l.loss * 100))% \(rate) carries \(carries)\n"
                 s += "      why: \(l.reason)\n"
             }
+            if !p.upgrades.isEmpty { s += "    negotiated links:\n" }
+            for u in p.upgrades {
+                let when = Date(timeIntervalSince1970: u.time).formatted(.iso8601.time(includingFractionalSeconds: true))
+                s += "      \(when) \(u.medium) #\(u.id) \(u.step) (+\(u.stepMillis) ms, \(u.sinceProposalMillis) ms since proposed)"
+                s += u.detail.isEmpty ? "\n" : ": \(u.detail)\n"
+            }
         }
         return s
     }

@@ -10,6 +10,8 @@ public actor Node {
     /// Random per process: links from the same two incarnations may join one channel.
     nonisolated let token: [UInt8]
     public nonisolated let transports: [Transport]
+    /// Media set up on demand inside a session (Wi-Fi Direct): see `LinkUpgrader`.
+    public nonisolated let upgraders: [LinkUpgrader]
     /// Most invitations awaiting an answer at once; more are declined.
     public nonisolated let maxPendingInvitations: Int
     /// Seconds an unauthenticated connection may take to complete the handshake and invite.
@@ -28,13 +30,16 @@ public actor Node {
     /// - Parameters:
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
     ///   - transports: the media to listen and dial on; TCP by default.
+    ///   - upgraders: media that sessions negotiate when bulk traffic starts on slow links.
     public init(identity: Identity, displayName: String, transports: [Transport] = [TCPTransport()],
+                upgraders: [LinkUpgrader] = [],
                 maxPendingInvitations: Int = 16, handshakeTimeout: Double = 10, datagrams: Bool = true) throws {
         try Advertisement.validate(displayName: displayName)
         self.identity = identity
         self.peerID = identity.peerID
         self.displayName = displayName
         self.transports = transports
+        self.upgraders = upgraders
         self.maxPendingInvitations = maxPendingInvitations
         self.handshakeTimeout = handshakeTimeout
         self.datagrams = datagrams
@@ -54,6 +59,15 @@ public actor Node {
             }
         }
         return listeners.mapValues { $0.port }
+    }
+
+    /// Listens with a transport outside `transports` (a negotiated medium's group); incoming
+    /// links are handled as on any other listener.
+    nonisolated func listen(with transport: Transport) throws -> TransportListener {
+        try transport.listen(port: 0) { [weak self] conn in
+            guard let self else { conn.close(); return }
+            Task { await self.handleIncoming(conn) }
+        }
     }
 
     /// Stops listening. Sessions keep their links.
@@ -235,8 +249,8 @@ public actor Node {
     }
 
     /// Connects to `endpoint` and runs the handshake, checking the peer's identity.
-    func dial(_ endpoint: TransportEndpoint, expecting peer: PeerID, timeout: Double) async throws -> SecureLink {
-        guard let transport = transports.first(where: { $0.medium == endpoint.medium }) else {
+    func dial(_ endpoint: TransportEndpoint, expecting peer: PeerID, timeout: Double, using given: Transport? = nil) async throws -> SecureLink {
+        guard let transport = given ?? transports.first(where: { $0.medium == endpoint.medium }) else {
             throw TransportError.unsupported("this node has no \(endpoint.medium.rawValue) transport")
         }
         openDatagramSocket()

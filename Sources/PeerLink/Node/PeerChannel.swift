@@ -8,10 +8,18 @@ actor PeerChannel {
     nonisolated let displayName: String
     nonisolated let remoteToken: [UInt8]
     let session: Session
-    private var core: SessionCore
-    private var links: [LinkID: SecureLink] = [:]
+    var core: SessionCore
+    var links: [LinkID: SecureLink] = [:]
     private(set) var state: PeerState = .connecting
-    private var ended = false
+    var ended = false
+    /// Negotiation of set-up media (Wi-Fi Direct) with this peer (PeerChannel+Upgrade).
+    var upgrade: LinkUpgrade
+    /// The negotiated link, while it is up.
+    var upgradeLink: LinkID?
+    /// Bulk that started before the upgraders' availability was known.
+    var pendingBulkReason: String?
+    /// The latest negotiation steps, for `peerlink links`.
+    var upgradeHistory: [UpgradeRecord] = []
     private var tickTask: Task<Void, Never>?
     private var waiters: [CheckedContinuation<Void, Never>] = []
     /// The policy's current choice, and when each link came up (for its dwell time).
@@ -51,6 +59,7 @@ actor PeerChannel {
         self.displayName = displayName
         self.remoteToken = remoteToken
         self.core = SessionCore(role: initiator ? .initiator : .responder, config: config)
+        self.upgrade = LinkUpgrade(initiator: initiator, config: config.upgrade)
     }
 
     var isAlive: Bool { !ended }
@@ -75,7 +84,9 @@ actor PeerChannel {
         if state != .connected {
             state = .connected
             session.emit(.peerStateChanged(peer, displayName: displayName, state: .connected))
+            learnUpgradeAvailability()
         }
+        upgradeNoticeLinkUp(link)
         Task { [weak self] in
             do {
                 while let frames = try await link.receiveBatch() {
@@ -114,6 +125,7 @@ actor PeerChannel {
         guard !ended else { return }
         let now = Clock.now()
         core.tick(now: now)
+        upgradeTick(now: now)
         // Links age past the policy's dwell time and measurements change without events:
         // re-evaluate the choice a few times a second when there is a choice to make.
         if links.count > 1, now >= lastPolicyRun + 250 { applyPolicy() }
@@ -122,12 +134,13 @@ actor PeerChannel {
 
     private var lastPolicyRun: UInt64 = 0
 
-    private func linkGone(_ id: LinkID, reason: String) {
+    func linkGone(_ id: LinkID, reason: String) {
         guard let link = links.removeValue(forKey: id) else { return }
         link.close()
         core.linkDown(id)
         applyPolicy()
         session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: reason))
+        upgradeNoticeLinkDown(id, reason: reason)
         process()
         if links.isEmpty { end(reason: reason) }
     }
@@ -148,6 +161,8 @@ actor PeerChannel {
         guard !ended else { return }
         ended = true
         tickTask?.cancel()
+        upgrade.stop(reason: "the session with the peer ended", now: Clock.now())
+        runUpgradeActions()
         for l in links.values { l.close() }
         links.removeAll()
         for s in incomingStreams.values { s.buffer.finish(.notConnected(peer)) }
@@ -165,7 +180,7 @@ actor PeerChannel {
 
     // MARK: the core's outputs
 
-    private func process() {
+    func process() {
         core.acknowledgementsPaused = session.readerIsBehind
         for output in core.takeOutputs() {
             switch output {
@@ -190,6 +205,7 @@ actor PeerChannel {
             if let link = links.removeValue(forKey: id) {
                 link.close()
                 session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
+                upgradeNoticeLinkDown(id, reason: "nothing received for \(seconds) s (keepalive)")
             }
             applyPolicy()
             if links.isEmpty { end(reason: "no traffic for \(seconds) s") }
@@ -210,6 +226,7 @@ actor PeerChannel {
             } else if receiving[id] != nil {
                 writeResource(id, bytes)
             }
+            upgrade.bulkActivity(now: Clock.now())
         case let .streamClosed(id, status):
             if let s = incomingStreams.removeValue(forKey: id) {
                 s.buffer.finish(status == .finished ? nil : .resourceFailed("stream cancelled by the sender"))
@@ -230,6 +247,8 @@ actor PeerChannel {
             results[id] = ok
         case let .resourceError(id, reason):
             refusals[id] = reason
+        case let .linkSetup(m):
+            receivedLinkSetup(m)
         case let .remoteLeft(_, text):
             end(reason: text.isEmpty ? "the peer left" : "the peer left: \(text)")
         case let .protocolViolation(why):
@@ -330,6 +349,7 @@ actor PeerChannel {
         }
         let reader = try OutgoingFileReader(path: path)
         guard !ended else { throw PeerLinkError.notConnected(peer) }
+        bulkStarting("sending '\(name)' (\(ByteCount.text(size)))")
         let id = try core.offerResource(name: name, size: size, sha256: sha, now: Clock.now())
         process()
         defer { refusals[id] = nil }
@@ -366,6 +386,7 @@ actor PeerChannel {
             }
             let n = min(credit, 64 * 1024, chunk.count - used)
             try core.write(Array(chunk[used..<used + n]), to: id, now: Clock.now())
+            upgrade.bulkActivity(now: Clock.now())
             used += n
             process()
             sent += UInt64(n)
@@ -547,6 +568,7 @@ actor PeerChannel {
     func openStream(name: String) throws -> OutgoingStream {
         guard !ended else { throw PeerLinkError.notConnected(peer) }
         let id = try core.openStream(name: name, now: Clock.now())
+        bulkStarting("stream '\(name)'")
         process()
         return OutgoingStream(peer: peer, name: name, id: id, channel: self)
     }
@@ -605,6 +627,6 @@ actor PeerChannel {
                                 reasons: Dictionary(uniqueKeysWithValues: roles),
                                 reason: why)
         }
-        return PeerLinks(peer: peer, displayName: displayName, state: state, links: list)
+        return PeerLinks(peer: peer, displayName: displayName, state: state, links: list, upgrades: upgradeHistory)
     }
 }

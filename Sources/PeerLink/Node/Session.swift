@@ -26,6 +26,9 @@ public final class Session: Sendable {
         /// The link manager could not add a link on one of the peer's paths; it tries again
         /// after `retryIn` seconds.
         case linkAttemptFailed(PeerID, endpoint: TransportEndpoint, reason: String, retryIn: Double)
+        /// A step of negotiating a set-up medium (Wi-Fi Direct) with the peer: proposed,
+        /// accepted, group formed, link up, refused, failed, torn down; with durations and why.
+        case linkUpgrade(PeerID, UpgradeEvent)
     }
 
     public let node: Node
@@ -278,4 +281,27 @@ public struct PeerLinks: Sendable, Codable {
     public var displayName: String
     public var state: PeerState
     public var links: [LinkSnapshot]
+    /// The latest steps of negotiated links (Wi-Fi Direct) with this peer, oldest first.
+    public var upgrades: [UpgradeRecord] = []
+}
+
+/// One step of a link negotiation as `peerlink links` shows it.
+public struct UpgradeRecord: Sendable, Codable, Equatable {
+    /// Seconds since 1970 when the step happened.
+    public var time: Double
+    public var id: UInt32
+    public var medium: String
+    /// proposed, received-proposal, accepted, rejected, refused, hosted, ready, link-up, failed, torn-down.
+    public var step: String
+    /// Milliseconds the step took (since the previous one).
+    public var stepMillis: UInt64
+    /// Milliseconds since the proposal.
+    public var sinceProposalMillis: UInt64
+    public var detail: String
+
+    init(_ e: UpgradeEvent, at time: Double) {
+        self.time = time
+        id = e.id; medium = e.medium; step = e.step.rawValue
+        stepMillis = e.sinceLastStep; sinceProposalMillis = e.sinceProposal; detail = e.detail
+    }
 }

@@ -1,0 +1,31 @@
+import PeerLinkCore
+import PeerLinkWire
+
+/// A medium whose links must be set up by both peers before anyone can dial (a Wi-Fi Direct
+/// group, a soft-AP): its plug-in forms or joins the set-up when a session negotiates it
+/// (LINK_SETUP, docs/PROTOCOL.md §9.10) and undoes it afterwards. Register upgraders with
+/// the node (`Node(upgraders:)`); sessions then propose them when bulk traffic starts on slow
+/// links only. The credentials it hands over travel inside the Noise-secured session.
+public protocol LinkUpgrader: Sendable {
+    /// The medium its links are reported as (registered with `Medium.register`).
+    var medium: Medium { get }
+    /// Dials the endpoints `join` returns.
+    var transport: Transport { get }
+    /// What this machine can do now: host, join, or neither and why (shown to the peer and in
+    /// the timeline).
+    func availability() async -> LinkUpgrade.Availability
+    /// Forms the group and listens on it with `listen` (which hands incoming connections to
+    /// the node); returns what the joiner needs to join and reach us.
+    func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter]
+    /// Joins the host's group with its parameters; returns the endpoint to dial.
+    func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint
+    /// Undoes what `host` or `join` set up for `id` (idempotent).
+    func leave(_ id: UpgradeID) async
+}
+
+/// One negotiation: the peer and the id its proposer chose.
+public struct UpgradeID: Hashable, Sendable, CustomStringConvertible {
+    public var peer: PeerID
+    public var id: UInt32
+    public var description: String { "\(peer.short)#\(id)" }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+extension Medium {
+    /// A negotiated Wi-Fi-class medium on a `MemoryNetwork`: the upgrade's stand-in in policy
+    /// tests and the harness, as `MemoryTransport(emulating:)` stands in for radios.
+    public static let memoryGroup = register("memory-group", traits: MediumTraits(
+        linkClass: .ip, typicalBytesPerSecond: 20_000_000, negotiated: true, endpoint: .name))
+}
+
+/// Set-up medium on a `MemoryNetwork`: "forming a group" registers a fresh address that the
+/// node listens on; "joining" returns it to dial. Tests choose what it can do, make a step
+/// fail, and tear a group down as the system would.
+public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
+    public let medium: Medium
+    public let network: MemoryNetwork
+    /// Prefix of the addresses this node's groups get.
+    public let name: String
+    private let lock = NSLock()
+    private var roles: LinkSetup.Roles
+    private var reason: String
+    private var failing: String?
+    private var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
+    private var left: [UpgradeID] = []
+
+    public init(network: MemoryNetwork, name: String, roles: LinkSetup.Roles = [.host, .join], unavailable reason: String = "",
+                medium: Medium = .memoryGroup) {
+        self.network = network
+        self.name = name
+        self.roles = roles
+        self.reason = reason
+        self.medium = medium
+    }
+
+    public var transport: Transport { MemoryTransport(network: network, address: "\(name)/joiner", emulating: medium) }
+
+    public func availability() async -> LinkUpgrade.Availability {
+        lock.withLock { LinkUpgrade.Availability(roles: roles, reason: reason) }
+    }
+
+    /// Makes the next `host` or `join` fail with `why` (nil: succeed).
+    public func failNextStep(_ why: String?) { lock.withLock { failing = why } }
+
+    public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
+        if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }
+        let address = "\(name)/group-\(id.peer.short)-\(id.id)"
+        let listener = try listen(MemoryTransport(network: network, address: address, emulating: medium))
+        lock.withLock { groups[id] = (address, listener) }
+        return [LinkSetup.Parameter("address", string: address)]
+    }
+
+    public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
+        if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }
+        guard let raw = parameters.first(where: { $0.name == "address" })?.value, let address = String(validating: raw, as: UTF8.self),
+              !address.isEmpty else {
+            throw TransportError.badAddress("the host's set-up names no address")
+        }
+        return TransportEndpoint(medium: medium, host: address, port: 0)
+    }
+
+    public func leave(_ id: UpgradeID) async {
+        let g = lock.withLock { () -> (address: String, listener: TransportListener)? in
+            left.append(id)
+            return groups.removeValue(forKey: id)
+        }
+        guard let g else { return }
+        g.listener.close()
+        network.drop(g.address)
+    }
+
+    /// Addresses of the groups this node hosts now.
+    public var hostedGroups: [String] { lock.withLock { groups.values.map(\.address) } }
+    /// Negotiations this node has left (host or join side).
+    public var leftGroups: [UpgradeID] { lock.withLock { left } }
+
+    /// Tears down a hosted group from outside, as the system would (radio off, group removed):
+    /// every link on it closes at once.
+    public func tearDownFromOutside(_ address: String) { network.drop(address) }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// The upgrade end to end on the in-memory network: a session on an emulated (slow) Bluetooth
+/// link negotiates a group link when a file starts, bulk moves to it, and every way it can go
+/// wrong leaves the Bluetooth session as it was.
+final class LinkUpgradeSessionTests: XCTestCase {
+    struct Setup {
+        let net: MemoryNetwork
+        let a: Node, b: Node
+        let sa: Session, sb: Session
+        let ua: MemoryUpgrader, ub: MemoryUpgrader
+        let timeline: Timeline
+        let dir: String
+    }
+
+    /// Upgrade steps and link changes seen by both sessions, in order.
+    final class Timeline: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [(side: String, event: Session.Event)] = []
+        func add(_ side: String, _ e: Session.Event) { lock.withLock { items.append((side, e)) } }
+        func steps(_ side: String) -> [UpgradeEvent] {
+            lock.withLock { items.compactMap { if $0.side == side, case let .linkUpgrade(_, u) = $0.event { return u }; return nil } }
+        }
+        func linksUp(_ side: String, _ medium: Medium) -> [LinkID] {
+            lock.withLock { items.compactMap { if $0.side == side, case let .linkChanged(_, l, m, true, _) = $0.event, m == medium { return l }; return nil } }
+        }
+        func bulkCarriers(_ side: String) -> [LinkID] {
+            lock.withLock { items.compactMap { if $0.side == side, case let .carrierChanged(_, l, .bulk, _) = $0.event { return l }; return nil } }
+        }
+    }
+
+    func makePair(roles a: LinkSetup.Roles = [.host, .join], unavailable: String = "", idleTeardown: UInt64 = 60_000) async throws -> Setup {
+        let net = MemoryNetwork()
+        // Bluetooth-like: 400 kB/s, 5 ms each way.
+        net.conditions = ["a-bt": MemoryLinkConditions(bandwidth: 400_000, delay: 0.005)]
+        let ua = MemoryUpgrader(network: net, name: "a", roles: a, unavailable: unavailable)
+        let ub = MemoryUpgrader(network: net, name: "b")
+        let nodeA = try Node(identity: Identity(), displayName: "alpha", transports: [MemoryTransport(network: net, address: "a-bt", emulating: .rfcomm)],
+                             upgraders: [ua])
+        let nodeB = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b-bt", emulating: .rfcomm)],
+                             upgraders: [ub])
+        var config = SessionConfig()
+        config.upgrade.idleTeardown = idleTeardown
+        let sa = Session(node: nodeA, config: config), sb = Session(node: nodeB, config: config)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-upgrade-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let timeline = Timeline()
+        for (side, s) in [("a", sa), ("b", sb)] {
+            Task {
+                for await e in s.events {
+                    timeline.add(side, e)
+                    if case let .resourceOffered(o) = e { try? await s.accept(o, into: dir + "/inbox", keepingFree: 0) }
+                }
+            }
+        }
+        let adv = Advertiser(node: nodeA, service: try ServiceType("upgrade"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        let viaBT = PeerInfo(peerID: nodeA.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
+        try await nodeB.invite(viaBT, to: sb, timeout: 5)
+        return Setup(net: net, a: nodeA, b: nodeB, sa: sa, sb: sb, ua: ua, ub: ub, timeline: timeline, dir: dir)
+    }
+
+    func file(_ dir: String, mib: Int) throws -> (String, Data) {
+        let content = Data((0..<(mib << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ ($0 >> 16)) })
+        let path = dir + "/f-\(mib).bin"
+        try content.write(to: URL(fileURLWithPath: path))
+        return (path, content)
+    }
+
+    func linkCount(_ s: Session) async -> Int { await s.links().first?.links.count ?? 0 }
+
+    func testAFileStartsTheUpgradeAndBulkMovesToTheGroupLink() async throws {
+        let p = try await makePair()
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        let (path, content) = try file(p.dir, mib: 2)
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-2.bin")), content)
+
+        let steps = p.timeline.steps("b").map(\.step)
+        XCTAssertEqual(steps.first, .proposed, "the sender proposed when the file started: \(steps)")
+        XCTAssertTrue(steps.contains(.linkUp), "\(steps)")
+        XCTAssertTrue(p.timeline.steps("a").map(\.step).contains(.receivedProposal))
+        let group = p.timeline.linksUp("b", .memoryGroup)
+        XCTAssertEqual(group.count, 1, "one group link joined the same session")
+        XCTAssertTrue(p.timeline.bulkCarriers("b").contains(group[0]), "bulk moved to the group link")
+        let peers = await p.sb.connectedPeers()
+        XCTAssertEqual(peers, [p.a.peerID], "still one peer")
+        let hostedByB = p.ub.hostedGroups
+        XCTAssertEqual(hostedByB.count, 1, "the proposer hosts when both can do both")
+        let proposal = try XCTUnwrap(p.timeline.steps("b").first)
+        XCTAssertEqual(proposal.detail, "sending 'f-2.bin' (2.0 MiB)", "the timeline says why")
+    }
+
+    func testAPeerThatCannotTakePartRefusesAndTheSessionStaysOnBluetooth() async throws {
+        let p = try await makePair(roles: [], unavailable: "wlan0's driver does not support P2P")
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        let (path, content) = try file(p.dir, mib: 1)
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-1.bin")), content)
+        let rejected = p.timeline.steps("b").first { $0.step == .rejected }
+        XCTAssertEqual(rejected?.detail, "this peer cannot use memory-group: wlan0's driver does not support P2P")
+        let count = await linkCount(p.sb)
+        XCTAssertEqual(count, 1, "nothing but the Bluetooth link")
+        XCTAssertEqual(p.ub.hostedGroups, [], "nothing was set up")
+    }
+
+    func testAFailedSetUpLeavesTheBluetoothSessionUntouched() async throws {
+        let p = try await makePair()
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        p.ub.failNextStep("the radio is busy scanning")
+        let (path, content) = try file(p.dir, mib: 1)
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-1.bin")), content)
+        let failed = p.timeline.steps("b").first { $0.step == .failed }
+        XCTAssertTrue(failed?.detail.contains("the radio is busy scanning") == true, "\(String(describing: failed))")
+        let ok = await waitUntil(timeout: 5) { p.timeline.steps("a").contains { $0.step == .failed } }
+        XCTAssertTrue(ok, "the peer hears of the failure too")
+        let count = await linkCount(p.sa)
+        XCTAssertEqual(count, 1)
+        // The session still works.
+        try await p.sb.send(Array("still here".utf8), to: [p.a.peerID])
+    }
+
+    func testATransferSurvivesTheGroupBeingTornDownMidway() async throws {
+        let p = try await makePair()
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        // The group link is quick but not instant, so the teardown lands mid-transfer.
+        let (path, content) = try file(p.dir, mib: 3)
+        let send = Task { try await p.sb.sendResource(at: path, to: p.a.peerID) }
+        let groupUp = await waitUntil(timeout: 10) { !p.timeline.linksUp("b", .memoryGroup).isEmpty }
+        XCTAssertTrue(groupUp, "the group link came up")
+        for g in p.ub.hostedGroups { p.net.setConditions(MemoryLinkConditions(bandwidth: 1_000_000), for: g) }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        for g in p.ub.hostedGroups { p.ub.tearDownFromOutside(g) }
+        try await send.value
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-3.bin")), content, "nothing lost, nothing doubled")
+        XCTAssertTrue(p.timeline.steps("b").contains { $0.step == .tornDown }, "\(p.timeline.steps("b").map(\.step))")
+        let count = await linkCount(p.sb)
+        XCTAssertEqual(count, 1, "back on Bluetooth alone")
+    }
+
+    func testAnIdleGroupIsTornDownAndTheNextFileFormsItAgain() async throws {
+        let p = try await makePair(idleTeardown: 600)
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        let (path, _) = try file(p.dir, mib: 1)
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        let down = await waitUntil(timeout: 5) { p.timeline.steps("b").contains { $0.step == .tornDown } }
+        XCTAssertTrue(down, "torn down after 0.6 s without bulk")
+        XCTAssertTrue(p.timeline.steps("b").last { $0.step == .tornDown }?.detail.contains("no bulk traffic") == true)
+        let cleared = await waitUntil(timeout: 5) { p.ub.hostedGroups.isEmpty }
+        XCTAssertTrue(cleared, "the host left its group")
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        XCTAssertEqual(p.timeline.linksUp("b", .memoryGroup).count, 2, "formed again for the next file")
+    }
+}
