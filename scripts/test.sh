@@ -60,7 +60,7 @@ if [ -z "$line" ]; then add 0 1; steps_failed+=("e2e-twopath"); else
 
 step "transport-selection harness: the scenario library on the in-memory medium"
 mkdir -p "$root/results/harness"
-timeout --kill-after=10 300 "$(swift build --show-bin-path)/peerlink-harness" run scenarios/*.toml --out "$root/results/harness" 2>&1 | tee "$logs/harness.log"
+timeout --kill-after=10 300 "$(swift build --show-bin-path)/peerlink-harness" run scenarios/*.toml scenarios/upgrade/*.toml --out "$root/results/harness" 2>&1 | tee "$logs/harness.log"
 line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/harness.log" | tail -1)
 if [ -z "$line" ]; then add 0 1; steps_failed+=("harness"); else
     set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("harness"); fi

@@ -34,6 +34,9 @@ public struct BTLabBackend: ScenarioBackend {
     public func refusal(_ scenario: Scenario) -> String? {
         let bt = scenario.links.filter { $0.kind == .bluetooth }, wifi = scenario.links.filter { $0.kind == .wifi }
         if bt.count > 1 || wifi.count > 1 { return "the btlab backend runs one bluetooth and one wifi link at most" }
+        if scenario.links.contains(where: { $0.kind == .wifiDirect }) {
+            return "wifi-direct links need the lab's Wi-Fi radios, which this backend does not drive yet"
+        }
         if let l = bt.first, scenario.events.contains(where: { $0.link == l.name && $0.action == .loss }) {
             return "loss on the Bluetooth link '\(l.name)' cannot be produced on a real radio here"
         }
@@ -103,7 +106,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         links.map { l -> Transport in
             switch l.kind {
             case .bluetooth: return RFCOMMTransport(adapterAddress: receiver ? receiverAddress : senderAddress)
-            case .wifi: return TCPTransport(bindHost: receiver ? receiverIP : senderIP)
+            case .wifi, .wifiDirect: return TCPTransport(bindHost: receiver ? receiverIP : senderIP)  // wifi-direct: refused above
             }
         }
     }
@@ -111,7 +114,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     func endpoint(of link: Scenario.LinkSpec, ports: [Medium: UInt16]) -> TransportEndpoint {
         switch link.kind {
         case .bluetooth: return TransportEndpoint(medium: .rfcomm, host: receiverAddress, port: ports[.rfcomm] ?? 0)
-        case .wifi:
+        case .wifi, .wifiDirect:
             let port = ports[.tcp] ?? 0
             do {
                 return TransportEndpoint(medium: .tcp, host: receiverIP, port: try shapedPort(for: port))
@@ -144,7 +147,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         try await offThePool {
             switch link.kind {
             case .bluetooth: try self.power(reachable)
-            case .wifi: try self.drop(reachable ? nil : 100)
+            case .wifi, .wifiDirect: try self.drop(reachable ? nil : 100)
             }
         }
     }
@@ -174,6 +177,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         case (.wifi, .restore):
             try drop(nil)
             try Self.sh("ip", "link", "set", interface, "up")
+        case (.wifiDirect, _): throw HarnessError.unsupported(backend: "btlab", reason: "wifi-direct links")
         case (.wifi, .loss):
             let percent = Int(((e.loss ?? 0) * 100).rounded())
             try drop(percent > 0 ? percent : nil)

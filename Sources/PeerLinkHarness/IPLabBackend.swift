@@ -21,6 +21,9 @@ public struct IPLabBackend: ScenarioBackend {
     public init(executable: String) { self.executable = executable }
 
     public func run(_ scenario: Scenario) async throws -> RunRecord {
+        if scenario.links.contains(where: { $0.kind == .wifiDirect }) {
+            throw HarnessError.unsupported(backend: "iplab", reason: "wifi-direct links are negotiated on radios; use --backend memory (or the Wi-Fi lab)")
+        }
         guard getuid() == 0 else {
             throw AgentError("the iplab backend needs root (network namespaces, veth, nftables, tc); run it as root or use --backend memory")
         }

@@ -21,9 +21,12 @@ protocol RunNetwork: Sendable {
     func notes(_ scenario: Scenario) -> [String]
     /// Waits until the run's connections are really gone (after both nodes stopped).
     func settle() async
+    /// The negotiated media of one side (wifi-direct links).
+    func upgraders(receiver: Bool) -> [LinkUpgrader]
 }
 
 extension RunNetwork {
+    func upgraders(receiver: Bool) -> [LinkUpgrader] { [] }
     func notes(_ scenario: Scenario) -> [String] { [] }
     func settle() async {}
 }
@@ -50,8 +53,11 @@ struct InProcessRun {
     private func runSteps(_ scenario: Scenario) async throws -> RunRecord {
         let network = self.network
         let trace = RunTrace(scenario.name)
-        let a = try Node(identity: Identity(), displayName: "sender", transports: try network.transports(receiver: false, links: scenario.links))
-        let b = try Node(identity: Identity(), displayName: "receiver", transports: try network.transports(receiver: true, links: scenario.links))
+        let dialled = scenario.links.filter { $0.kind != .wifiDirect }
+        let a = try Node(identity: Identity(), displayName: "sender", transports: try network.transports(receiver: false, links: dialled),
+                         upgraders: network.upgraders(receiver: false))
+        let b = try Node(identity: Identity(), displayName: "receiver", transports: try network.transports(receiver: true, links: dialled),
+                         upgraders: network.upgraders(receiver: true))
         let policy = scenario.linkPolicy
         let sa = Session(node: a, policy: policy), sb = Session(node: b, policy: policy)
         let advertiser = Advertiser(node: b, service: try ServiceType("harness"), discovery: MemoryDiscovery())
@@ -66,8 +72,8 @@ struct InProcessRun {
         for n in network.notes(scenario) { log.add(0, "note", n) }
         func endpoint(_ l: Scenario.LinkSpec) -> TransportEndpoint { network.endpoint(of: l, ports: ports) }
         // Links that appear later are out of reach until then.
-        for l in scenario.links where l.upAt > 0 { try await network.setReachable(l, false) }
-        let initial = scenario.links.filter { $0.upAt == 0 }
+        for l in dialled where l.upAt > 0 { try await network.setReachable(l, false) }
+        let initial = dialled.filter { $0.upAt == 0 }
         let info = PeerInfo(peerID: b.peerID, displayName: "receiver", info: [:], endpoints: initial.map(endpoint))
         // The receiver: messages and resources as they arrive.
         let receiver = Receiver(streams: scenario.traffic.filter { $0.kind == .messages }.count, clock: clock)
@@ -79,6 +85,9 @@ struct InProcessRun {
             for await e in sa.events {
                 if case let .carrierChanged(_, link, role, reason) = e {
                     log.add(clock.now, "carrier", "\(role.rawValue) → link \(link): \(reason)")
+                }
+                if case let .linkUpgrade(_, u) = e {
+                    log.add(clock.now, "upgrade", "\(u.medium) \(u.step.rawValue) (+\(u.sinceLastStep) ms)" + (u.detail.isEmpty ? "" : ": \(u.detail)"))
                 }
             }
         }
@@ -114,7 +123,7 @@ struct InProcessRun {
         }
         let appearing = Task {
             var endpoints = initial.map(endpoint)
-            for l in scenario.links.filter({ $0.upAt > 0 }).sorted(by: { $0.upAt < $1.upAt }) {
+            for l in dialled.filter({ $0.upAt > 0 }).sorted(by: { $0.upAt < $1.upAt }) {
                 await clock.sleep(until: l.upAt)
                 do { try await network.setReachable(l, true) } catch { log.add(clock.now, "error", "\(l.name) could not appear: \(error)") }
                 endpoints.append(endpoint(l))

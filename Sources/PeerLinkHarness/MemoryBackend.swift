@@ -29,9 +29,23 @@ public struct MemoryBackend: ScenarioBackend {
 /// The in-memory medium for a run: the receiver's side of link `x` is address `b-x`.
 struct MemoryRunNetwork: RunNetwork {
     let net = MemoryNetwork()
+    /// The wifi-direct link's stand-in on each side (MemoryUpgrader), if the scenario has one.
+    let group: (spec: Scenario.LinkSpec, sender: MemoryUpgrader, receiver: MemoryUpgrader)?
 
     init(_ scenario: Scenario) {
         for (i, l) in scenario.links.enumerated() { net.setConditions(Self.conditions(l, seed: i), for: "b-\(l.name)") }
+        if let i = scenario.links.firstIndex(where: { $0.kind == .wifiDirect }) {
+            let l = scenario.links[i], c = Self.conditions(l, seed: i)
+            group = (l, MemoryUpgrader(network: net, name: "a-\(l.name)", groupConditions: c),
+                     MemoryUpgrader(network: net, name: "b-\(l.name)", groupConditions: c))
+        } else {
+            group = nil
+        }
+    }
+
+    func upgraders(receiver: Bool) -> [LinkUpgrader] {
+        guard let group else { return [] }
+        return [receiver ? group.receiver : group.sender]
     }
 
     static func medium(_ l: Scenario.LinkSpec) -> Medium { l.kind == .bluetooth ? .rfcomm : .tcp }
@@ -49,7 +63,8 @@ struct MemoryRunNetwork: RunNetwork {
     }
 
     func link(of snapshot: LinkSnapshot, in links: [Scenario.LinkSpec]) -> String? {
-        links.first { snapshot.remote == "memory://b-\($0.name)" }?.name
+        if snapshot.medium == .memoryGroup { return group?.spec.name }
+        return links.first { snapshot.remote == "memory://b-\($0.name)" }?.name
     }
 
     func setReachable(_ link: Scenario.LinkSpec, _ reachable: Bool) async throws {
@@ -57,6 +72,12 @@ struct MemoryRunNetwork: RunNetwork {
     }
 
     func apply(_ e: Scenario.TimedEvent, to l: Scenario.LinkSpec, index: Int) async throws {
+        if let group, l.kind == .wifiDirect {
+            // The system takes the group down (radio off, out of range): every link on it closes.
+            guard e.action == .off || e.action == .cut else { return }
+            for u in [group.sender, group.receiver] { for g in u.hostedGroups { u.tearDownFromOutside(g) } }
+            return
+        }
         let address = "b-\(l.name)"
         switch e.action {
         case .cut: net.cut(address)

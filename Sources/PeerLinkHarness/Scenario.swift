@@ -18,7 +18,12 @@ public struct Scenario: Sendable, Codable, Equatable {
 
     /// One radio path between the two nodes.
     public struct LinkSpec: Sendable, Codable, Equatable {
-        public enum Kind: String, Sendable, Codable { case bluetooth, wifi }
+        public enum Kind: String, Sendable, Codable {
+            case bluetooth, wifi
+            /// A Wi-Fi Direct group the nodes negotiate inside their session when bulk starts
+            /// (LINK_SETUP): never dialled from discovery, present only while set up.
+            case wifiDirect = "wifi-direct"
+        }
         public var name: String
         public var kind: Kind
         /// Bytes per second each way (0 = unlimited).
@@ -117,7 +122,7 @@ extension Scenario {
             let name = try t.requiredString("name")
             let kindText = try t.requiredString("medium")
             guard let kind = LinkSpec.Kind(rawValue: kindText) else {
-                throw ScenarioError(message: "\(t.path).medium '\(kindText)' is not known; use bluetooth or wifi")
+                throw ScenarioError(message: "\(t.path).medium '\(kindText)' is not known; use bluetooth, wifi or wifi-direct")
             }
             guard !links.contains(where: { $0.name == name }) else { throw ScenarioError(message: "link '\(name)' is defined twice") }
             links.append(LinkSpec(name: name, kind: kind, bandwidth: try t.int("bandwidth", min: 0, max: 10_000_000_000) ?? 0,
@@ -126,7 +131,13 @@ extension Scenario {
             try t.noOtherKeys()
         }
         guard !links.isEmpty else { throw ScenarioError(message: "a scenario needs at least one [[link]]") }
-        guard links.contains(where: { $0.upAt == 0 }) else { throw ScenarioError(message: "at least one link must be up at 0 (up_at = 0)") }
+        guard links.contains(where: { $0.upAt == 0 && $0.kind != .wifiDirect }) else {
+            throw ScenarioError(message: "at least one bluetooth or wifi link must be up at 0 (up_at = 0)")
+        }
+        if let l = links.first(where: { $0.kind == .wifiDirect && $0.upAt != 0 }) {
+            throw ScenarioError(message: "link '\(l.name)': a wifi-direct link appears when the nodes negotiate it; up_at does not apply")
+        }
+        guard links.filter({ $0.kind == .wifiDirect }).count <= 1 else { throw ScenarioError(message: "at most one wifi-direct link") }
 
         func linkName(_ t: inout Reader) throws -> String {
             let l = try t.requiredString("link")

@@ -73,7 +73,11 @@ final class ScenarioFileTests: XCTestCase {
             (minimal + "\n[[event]]\nat = 10\naction = \"cut\"\nlink = \"wifi\"", "event[1].link 'wifi' is not a [[link]]"),
             (minimal + "\n[[event]]\nat = 10\naction = \"explode\"\nlink = \"bt\"", "action 'explode' is not known"),
             (minimal + "\n[[event]]\nat = 10\naction = \"loss\"\nlink = \"bt\"", "needs loss"),
-            (minimal + "\nup_at = 100", "at least one link must be up at 0"),
+            (minimal + "\nup_at = 100", "at least one bluetooth or wifi link must be up at 0"),
+            ("[[link]]\nname = \"p2p\"\nmedium = \"wifi-direct\"", "at least one bluetooth or wifi link must be up at 0"),
+            (minimal + "\n[[link]]\nname = \"p2p\"\nmedium = \"wifi-direct\"\nup_at = 5", "a wifi-direct link appears when the nodes negotiate it"),
+            (minimal + "\n[[link]]\nname = \"p\"\nmedium = \"wifi-direct\"\n[[link]]\nname = \"q\"\nmedium = \"wifi-direct\"", "at most one wifi-direct link"),
+            (minimal.replacingOccurrences(of: "bluetooth", with: "pigeon"), "use bluetooth, wifi or wifi-direct"),
             ("policy = \"fastest\"\n" + minimal, "policy 'fastest' is not known"),
             ("duration = 5\n" + minimal, "duration = 5 is outside"),
             (minimal + "\n[[expect]]\nat = 1\nrole = \"control\"\nlink = \"bt\"", "role 'control' is not known"),
@@ -92,9 +96,11 @@ final class ScenarioFileTests: XCTestCase {
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".toml") }.sorted()
         XCTAssertEqual(files, ["both-from-start.toml", "bt-dies-stay-wifi.toml", "bt-only.toml", "flapping-at-half-rate.toml", "flapping-under-load.toml",
                                "loss-5pct-preferred.toml", "silent-cut-with-copies.toml", "wifi-appears-upgrade.toml", "wifi-dies-mid-transfer.toml", "wifi-only.toml"])
-        for f in files {
+        let upgrades = try FileManager.default.contentsOfDirectory(atPath: dir + "/upgrade").filter { $0.hasSuffix(".toml") }.sorted()
+        XCTAssertEqual(upgrades, ["file-moves-to-wifi-direct.toml", "group-torn-down-mid-transfer.toml"])
+        for f in files + upgrades.map({ "upgrade/" + $0 }) {
             let s = try Scenario.parse(String(contentsOfFile: dir + "/" + f, encoding: .utf8))
-            XCTAssertEqual(s.name + ".toml", f, "the scenario's name matches its file")
+            XCTAssertEqual(s.name + ".toml", (f as NSString).lastPathComponent, "the scenario's name matches its file")
             XCTAssertFalse(s.description.isEmpty, f)
         }
     }

@@ -269,7 +269,8 @@ actor PeerChannel {
         let metrics = links.values.map { l in
             let st = core.stats(of: l.id, now: now)
             return LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis,
-                               loss: st?.loss ?? 0, throughput: st?.throughput, maxFrame: Int(l.remoteHello.maxFrame))
+                               loss: st?.loss ?? 0, throughput: st?.throughput, maxFrame: Int(l.remoteHello.maxFrame),
+                               negotiated: l.medium.traits.negotiated)
         }
         lastPolicyRun = now
         choice = session.policy.choose(metrics, previous: choice)

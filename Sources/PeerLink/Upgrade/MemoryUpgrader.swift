@@ -21,10 +21,13 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     private var failing: String?
     private var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
     private var left: [UpgradeID] = []
+    /// Bandwidth, delay and loss of the links on groups this node forms.
+    public let groupConditions: MemoryLinkConditions
 
     public init(network: MemoryNetwork, name: String, roles: LinkSetup.Roles = [.host, .join], unavailable reason: String = "",
-                medium: Medium = .memoryGroup) {
+                medium: Medium = .memoryGroup, groupConditions: MemoryLinkConditions = MemoryLinkConditions()) {
         self.network = network
+        self.groupConditions = groupConditions
         self.name = name
         self.roles = roles
         self.reason = reason
@@ -43,6 +46,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
         if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }
         let address = "\(name)/group-\(id.peer.short)-\(id.id)"
+        network.setConditions(groupConditions, for: address)
         let listener = try listen(MemoryTransport(network: network, address: address, emulating: medium))
         lock.withLock { groups[id] = (address, listener) }
         return [LinkSetup.Parameter("address", string: address)]

@@ -31,11 +31,14 @@ public struct LinkMetrics: Sendable, Equatable {
     /// The largest frame the remote accepts on this link (its hello), if known: small frames
     /// cost more per byte (each carries a tag and headers).
     public var maxFrame: Int?
+    /// True for a link the peers negotiated for bulk (a Wi-Fi Direct group): it takes bulk as
+    /// soon as it is up, without proving itself for the dwell time first.
+    public var negotiated: Bool
 
     public init(id: LinkID, linkClass: LinkClass, age: UInt64 = 0, rttMillis: UInt64? = nil, loss: Double = 0,
-                throughput: Double? = nil, maxFrame: Int? = nil) {
+                throughput: Double? = nil, maxFrame: Int? = nil, negotiated: Bool = false) {
         self.id = id; self.linkClass = linkClass; self.age = age; self.rttMillis = rttMillis; self.loss = loss
-        self.throughput = throughput; self.maxFrame = maxFrame
+        self.throughput = throughput; self.maxFrame = maxFrame; self.negotiated = negotiated
     }
 }
 
@@ -97,7 +100,7 @@ public struct LinkPolicy: Sendable, Equatable {
             guard let best = ranked.first else { continue }
             if let prev = previous.carrier[role], prev != best.link.id,
                let kept = ranked.first(where: { $0.link.id == prev }), !kept.demoted,
-               !clearlyBetter(best, than: kept) {
+               !clearlyBetter(best, than: kept, for: role) {
                 out.carrier[role] = prev
                 out.reason[role] = "kept: \(kept.why) (hysteresis: the better link must be up \(dwellMillis) ms and \(Int(margin * 100))% better)"
             } else {
@@ -179,8 +182,8 @@ public struct LinkPolicy: Sendable, Equatable {
     }
 
     /// Whether `best` should replace the current carrier `kept`.
-    private func clearlyBetter(_ best: Ranked, than kept: Ranked) -> Bool {
-        guard best.link.age >= dwellMillis else { return false }
+    private func clearlyBetter(_ best: Ranked, than kept: Ranked, for role: LinkRole) -> Bool {
+        guard best.link.age >= dwellMillis || (role == .bulk && best.link.negotiated) else { return false }
         if best.tier < kept.tier { return true }
         if best.tier > kept.tier { return false }
         return best.measure < kept.measure * (1 - margin)
