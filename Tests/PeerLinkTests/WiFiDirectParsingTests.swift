@@ -85,6 +85,8 @@ final class WiFiDirectParsingTests: XCTestCase {
         var p = groupProps()
         p["Passphrase"] = nil
         XCTAssertEqual(try WPAProperties.group(p).passphrase, "", "a client may not know the passphrase")
+        p["Frequency"] = nil
+        XCTAssertNil(try WPAProperties.group(p).frequency, "wpa_supplicant 2.10 cannot read a client's Frequency")
     }
 
     func testMalformedGroupPropertiesAreRejectedWithWhat() {
@@ -237,6 +239,13 @@ final class WiFiDirectParsingTests: XCTestCase {
         XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan0", devices: devices), .thisRadio)
         XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan1", devices: devices), .otherRadios(["wlan0"]))
         XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan1", devices: nil), .unknown)
+        // Seen from wpa_supplicant processes: the P2P device on phy0 is the one of the process
+        // that manages wlan0; another process has none yet and makes its own.
+        XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan1", devices: devices, supplicantInterfaces: ["wlan0", "wlan1"]), .otherRadios(["wlan0"]))
+        XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan1", devices: devices, supplicantInterfaces: ["wlan1"]), .none)
+        XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan1", devices: devices, supplicantInterfaces: []), .none)
+        XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan0", devices: devices, supplicantInterfaces: []), .thisRadio)
+        XCTAssertEqual(WiFiRadios.p2pDevice(for: "wlan5", devices: devices, supplicantInterfaces: []), .unknown)
         XCTAssertEqual(WiFiRadios.p2pDeviceAddress(for: "wlan0", devices: devices), MACAddress("42:00:00:00:00:00"))
         XCTAssertNil(WiFiRadios.p2pDeviceAddress(for: "wlan1", devices: devices))
         XCTAssertEqual(WiFiRadios.p2pDeviceAddress(for: "wlan1", devices: [devices[2]]), MACAddress("02:00:00:00:01:00"),

@@ -56,6 +56,8 @@ final class WiFiDirectRulesTests: XCTestCase {
         XCTAssertFalse(r.p2p.available)
         XCTAssertTrue(r.p2p.detail.contains("one P2P device per process"), r.p2p.detail)
         XCTAssertEqual(r.p2p.fix, "use --wifi wlan1 for Wi-Fi Direct")
+        let notYetAdded = RadioCapabilities.evaluate(facts(supplicant: .notManaging, p2p: .otherRadios(["wlan1"])))
+        XCTAssertFalse(notYetAdded.p2p.available, "adding the radio would not give it P2P: \(notYetAdded.p2p.detail)")
     }
 
     func testSupplicantMissingOrNoBus() {

@@ -45,9 +45,10 @@ struct RadioFacts: Sendable, Equatable {
     enum P2PDevice: Sendable, Equatable {
         /// A P2P-device wdev on this radio.
         case thisRadio
-        /// P2P-device wdevs only on other radios (their interface names).
+        /// This wpa_supplicant's one P2P device is on other radios (their interface names).
         case otherRadios([String])
-        /// No P2P-device wdev anywhere (drivers without one run P2P on the main interface).
+        /// No P2P-device wdev of this wpa_supplicant yet (it makes one when it adds the
+        /// radio; drivers without one run P2P on the main interface).
         case none
         /// nl80211 could not be read.
         case unknown
@@ -118,7 +119,7 @@ enum RadioCapabilities {
         } else if let m = modes, !m.contains("p2p") {
             p2p = .no("wpa_supplicant manages \(name) without P2P (its Capabilities.Modes are \(m.joined(separator: ", "))): P2P is disabled in its configuration (p2p_disabled=1) or not built in",
                       fix: "remove p2p_disabled=1 from the wpa_supplicant configuration of \(name) and restart wpa_supplicant, or use the soft-AP fallback")
-        } else if managed, case let .otherRadios(others) = f.p2pDevice {
+        } else if case let .otherRadios(others) = f.p2pDevice {
             p2p = .no("wpa_supplicant runs one P2P device per process and it is on \(others.joined(separator: ", ")), not \(name)",
                       fix: "use --wifi \(others.first ?? "that radio") for Wi-Fi Direct")
         } else {

@@ -11,7 +11,8 @@ struct WPAGroupInfo: Sendable, Equatable {
     var role: String
     var ssid: String
     var bssid: MACAddress
-    var frequency: Int
+    /// nil when wpa_supplicant cannot say (its Frequency getter fails for a P2P client).
+    var frequency: Int?
     /// Empty when wpa_supplicant does not know it (a client that joined without WPS).
     var passphrase: String
 }
@@ -109,7 +110,11 @@ enum WPAProperties {
         guard let bssidBytes = props["BSSID"]?.bytes, let bssid = MACAddress(bytes: bssidBytes) else {
             throw WiFiError.malformedReply("group without a 6-byte BSSID")
         }
-        guard let freq = int(props["Frequency"]), freq > 0 else { throw WiFiError.malformedReply("group without a Frequency") }
+        var freq: Int?
+        if let f = props["Frequency"] {
+            guard let mhz = int(f), mhz > 0 else { throw WiFiError.malformedReply("group Frequency is not a positive integer") }
+            freq = mhz
+        }
         let passphrase: String
         switch props["Passphrase"] {
         case nil: passphrase = ""

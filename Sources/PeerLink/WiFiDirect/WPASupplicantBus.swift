@@ -9,6 +9,7 @@ final class WPASupplicantBus: @unchecked Sendable {
     static let interfaceAPI = "fi.w1.wpa_supplicant1.Interface"
     static let p2pAPI = "fi.w1.wpa_supplicant1.Interface.P2PDevice"
     static let groupAPI = "fi.w1.wpa_supplicant1.Group"
+    static let bssAPI = "fi.w1.wpa_supplicant1.BSS"
     static let propertiesAPI = "org.freedesktop.DBus.Properties"
 
     private let server: DBusObjectServer
@@ -111,6 +112,29 @@ final class WPASupplicantBus: @unchecked Sendable {
             throw WiFiError.malformedReply("Interfaces is not an object path array")
         }
         return paths
+    }
+
+    /// A P2P group's properties. wpa_supplicant 2.10 fails `GetAll` on a client's group
+    /// ("No readable properties": its Frequency getter fails there), so on `InvalidArgs`
+    /// each property is read alone and the unreadable ones are left out.
+    func groupProperties(_ path: String) throws -> [String: DBusValue] {
+        do {
+            return try getAll(path, Self.groupAPI)
+        } catch let e where Self.errorName(e) == "org.freedesktop.DBus.Error.InvalidArgs" {
+            var out: [String: DBusValue] = [:]
+            for name in ["Role", "SSID", "BSSID", "Frequency", "Passphrase"] {
+                if let v = try? get(path, Self.groupAPI, name) { out[name] = v }
+            }
+            return out
+        }
+    }
+
+    /// The BSSID of the access point (or group owner) the interface is associated with,
+    /// nil when it is not or wpa_supplicant does not say.
+    func currentBSSID(_ interfacePath: String) -> MACAddress? {
+        guard let bss = WPAProperties.text(try? get(interfacePath, Self.interfaceAPI, "CurrentBSS")), bss != "/",
+              let bytes = (try? get(bss, Self.bssAPI, "BSSID"))?.bytes else { return nil }
+        return MACAddress(bytes: bytes)
     }
 
     func interfaceInfo(_ path: String) throws -> WPAInterfaceInfo {

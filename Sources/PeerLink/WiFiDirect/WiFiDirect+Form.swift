@@ -23,7 +23,13 @@ extension WiFiDirect {
         let bus = try connection()
         try requireSupplicant(bus)
         var timings = StepTimings()
-        let radioPath = try ensureInterface(bus, radio, timings: &timings)
+        return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
+            try formGroup(bus, radio: radio, radioPath: radioPath, frequency: frequency, timings: &timings, budget: budget)
+        }
+    }
+
+    func formGroup(_ bus: WPASupplicantBus, radio: String, radioPath: String, frequency: Int?, timings: inout StepTimings,
+                   budget: StepBudget) throws -> WiFiGroup {
         let devices = (try? Nl80211.devices()) ?? nil
         try requireP2P(bus, radio: radio, radioPath: radioPath, devices: devices)
 
@@ -56,11 +62,12 @@ extension WiFiDirect {
                              networkPath: nil, reenable: [])
         register(live)
         do {
-            let info = try WPAProperties.group(bus.getAll(sig.groupObject, WPASupplicantBus.groupAPI))
+            let info = try WPAProperties.group(bus.groupProperties(sig.groupObject))
             guard !info.passphrase.isEmpty else { throw WiFiError.malformedReply("the group owner's group has no passphrase") }
+            guard let frequency = info.frequency else { throw WiFiError.malformedReply("the group owner's group has no Frequency") }
             let ifname = try bus.interfaceInfo(sig.interfaceObject).ifname
             live.group.interface = ifname
-            live.group.credentials = WiFiCredentials(kind: .p2pGroup, ssid: info.ssid, passphrase: info.passphrase, frequency: info.frequency,
+            live.group.credentials = WiFiCredentials(kind: .p2pGroup, ssid: info.ssid, passphrase: info.passphrase, frequency: frequency,
                                                      bssid: info.bssid, ownerDeviceAddress: WiFiRadios.p2pDeviceAddress(for: radio, devices: devices))
             register(live)
             live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(ifname, budget: budget) }
@@ -79,7 +86,8 @@ extension WiFiDirect {
         if let modes = info.modes, !modes.contains("p2p") {
             throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant offers no P2P on it (modes: \(modes.joined(separator: ", "))); P2P is disabled (p2p_disabled=1) or the driver lacks it")
         }
-        if case let .otherRadios(others) = WiFiRadios.p2pDevice(for: radio, devices: devices) {
+        let managed = try? supplicantInterfaceNames(bus)
+        if case let .otherRadios(others) = WiFiRadios.p2pDevice(for: radio, devices: devices, supplicantInterfaces: managed) {
             throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant's one P2P device is on \(others.joined(separator: ", "))")
         }
     }
@@ -89,7 +97,13 @@ extension WiFiDirect {
         let bus = try connection()
         try requireSupplicant(bus)
         var timings = StepTimings()
-        let radioPath = try ensureInterface(bus, radio, timings: &timings)
+        return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
+            try startSoftAP(bus, radio: radio, radioPath: radioPath, frequency: frequency, timings: &timings, budget: budget)
+        }
+    }
+
+    func startSoftAP(_ bus: WPASupplicantBus, radio: String, radioPath: String, frequency: Int, timings: inout StepTimings,
+                     budget: StepBudget) throws -> WiFiGroup {
         let info = try bus.interfaceInfo(radioPath)
         if let modes = info.modes, !modes.contains("ap") {
             throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant cannot run an access point on it (modes: \(modes.joined(separator: ", ")))")

@@ -19,7 +19,13 @@ extension WiFiDirect {
         let bus = try connection()
         try requireSupplicant(bus)
         var timings = StepTimings()
-        let radioPath = try ensureInterface(bus, radio, timings: &timings)
+        return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
+            try join(bus, radio: radio, radioPath: radioPath, creds, asked, timings: &timings, budget: budget)
+        }
+    }
+
+    func join(_ bus: WPASupplicantBus, radio: String, radioPath: String, _ creds: WiFiCredentials, _ asked: WiFiJoinMethod,
+              timings: inout StepTimings, budget: StepBudget) throws -> WiFiGroup {
         let devices = (try? Nl80211.devices()) ?? nil
         let p2pProblem: Error? = { do { try requireP2P(bus, radio: radio, radioPath: radioPath, devices: devices); return nil } catch { return error } }()
         let nm = NetworkManagerProbe.status(of: radio, bus: bus)
@@ -131,9 +137,12 @@ extension WiFiDirect {
         register(live)
         do {
             live.group.interface = try bus.interfaceInfo(sig.interfaceObject).ifname
-            let info = try WPAProperties.group(bus.getAll(sig.groupObject, WPASupplicantBus.groupAPI))
-            guard info.bssid == creds.bssid else {
-                throw WiFiError.failed(step: WiFiStep.joinGroup.rawValue, why: "joined \(info.bssid), not the owner \(creds.bssid) (another group with the same SSID?)")
+            // A client's Group.BSSID reads 00:00:00:00:00:00 in wpa_supplicant 2.10: the
+            // access point it is associated with is its interface's CurrentBSS.
+            let info = try WPAProperties.group(bus.groupProperties(sig.groupObject))
+            let joined = info.bssid.isZero ? bus.currentBSSID(sig.interfaceObject) : info.bssid
+            if let joined, joined != creds.bssid {
+                throw WiFiError.failed(step: WiFiStep.joinGroup.rawValue, why: "joined \(joined), not the owner \(creds.bssid) (another group with the same SSID?)")
             }
             register(live)
             return live

@@ -9,6 +9,12 @@ extension WiFiDirect {
         _ = try? await onQueue { self.leaveBlocking(group.id) }
     }
 
+    /// Leaves every group this `WiFiDirect` set up (a node that stops).
+    public func leaveAll() async {
+        let ids = lock.withLock { Array(live.keys) }
+        _ = try? await onQueue { for id in ids { self.leaveBlocking(id) } }
+    }
+
     /// Whether `group` is still set up (not left by this node; it may have ended otherwise).
     public func isActive(_ group: WiFiGroup) -> Bool { lock.withLock { live[group.id] != nil } }
 
@@ -18,8 +24,16 @@ extension WiFiDirect {
         for s in streams { s.yield(.ended(.left)); s.finish() }
         guard let bus = try? connection() else { return }
         if let groupInterface = g.groupInterfacePath {
+            // Wait for the group interface to leave wpa_supplicant (it sends GroupFinished
+            // first), so that releasing the radio below does not see it as a running group.
+            let separate = groupInterface != g.radioPath
             let gone = bus.signals.expect { s in
-                WiFiGroupEvents.classify(s, g.watch).map { if case .ended = $0 { true } else { false } } ?? false
+                guard let e = WiFiGroupEvents.classify(s, g.watch) else { return false }
+                switch e {
+                case .ended(.interfaceRemoved), .ended(.supplicantStopped): return true
+                case .ended: return !separate
+                default: return false
+                }
             }
             do {
                 _ = try bus.call(groupInterface, WPASupplicantBus.p2pAPI, "Disconnect")
@@ -32,12 +46,7 @@ extension WiFiDirect {
             _ = try? bus.call(g.radioPath, WPASupplicantBus.interfaceAPI, "RemoveNetwork", [.objectPath(network)])
             restore(bus, g.reenable)
         }
-        let radio = g.group.radio
-        if let path = lock.withLock({ created[radio] }), !radioInUse(radio) {
-            if (try? bus.removeInterface(path)) != nil || (try? bus.interfacePath(radio)) == nil {
-                lock.withLock { _ = created.removeValue(forKey: radio) }
-            }
-        }
+        releaseRadios(bus)
     }
 
     /// What happens to `group` from now on: peers joining and leaving, and its end (after

@@ -69,6 +69,54 @@ public final class WiFiDirect: @unchecked Sendable {
         guard try bus.hasOwner() else { throw WiFiError.supplicantNotRunning }
     }
 
+    /// Runs `body` with the path of the radio's wpa_supplicant interface (added when
+    /// missing). When `body` throws, an interface PeerLink added is removed again unless a
+    /// live group still uses it: a failed attempt leaves wpa_supplicant as it found it.
+    func usingRadio<T>(_ bus: WPASupplicantBus, _ radio: String, timings: inout StepTimings,
+                       _ body: (String, inout StepTimings) throws -> T) throws -> T {
+        let path = try ensureInterface(bus, radio, timings: &timings)
+        do {
+            return try body(path, &timings)
+        } catch {
+            releaseRadios(bus)
+            throw error
+        }
+    }
+
+    /// Removes the wpa_supplicant interfaces PeerLink added that no live group uses (best
+    /// effort; an interface is forgotten once wpa_supplicant no longer has it). Not while
+    /// wpa_supplicant runs any P2P group: removing any radio's interface makes it end every
+    /// P2P group it runs (`wpa_supplicant_deinit_iface` calls `wpas_p2p_group_remove(wpa_s,
+    /// "*")`), ours and NetworkManager's alike. Such interfaces go at a later leave.
+    func releaseRadios(_ bus: WPASupplicantBus) {
+        let unused: [String: String] = lock.withLock {
+            created.filter { name, _ in !live.values.contains { $0.group.radio == name } }
+        }
+        guard !unused.isEmpty, !p2pGroupsRunning(bus) else { return }
+        for (radio, path) in unused.sorted(by: { $0.key < $1.key }) {
+            if (try? bus.removeInterface(path)) != nil || (try? bus.interfacePath(radio)) == nil {
+                lock.withLock { _ = created.removeValue(forKey: radio) }
+            }
+        }
+    }
+
+    /// The names of the interfaces wpa_supplicant manages.
+    func supplicantInterfaceNames(_ bus: WPASupplicantBus) throws -> [String] {
+        try bus.interfacePaths().compactMap { try? bus.interfaceInfo($0).ifname }
+    }
+
+    /// Whether wpa_supplicant runs a P2P group now: one of its interfaces is a P2P-GO or
+    /// P2P-client (by nl80211 type; by wpa_supplicant's `p2p-IF-N` naming when nl80211 is
+    /// unreadable). When in doubt (the bus fails), yes.
+    func p2pGroupsRunning(_ bus: WPASupplicantBus) -> Bool {
+        guard let names = try? supplicantInterfaceNames(bus) else { return true }
+        let devices = (try? Nl80211.devices()) ?? nil
+        return names.contains { name in
+            if let d = devices?.first(where: { $0.interfaceName == name }) { return d.type == .p2pClient || d.type == .p2pGroupOwner }
+            return name.hasPrefix("p2p-") && !name.hasPrefix("p2p-dev-")
+        }
+    }
+
     /// The radio's wpa_supplicant interface, added when missing. Returns its path.
     func ensureInterface(_ bus: WPASupplicantBus, _ radio: String, timings: inout StepTimings) throws -> String {
         if let p = try bus.interfacePath(radio) { return p }
@@ -106,15 +154,19 @@ public final class WiFiDirect: @unchecked Sendable {
         let types = phys?.first { $0.name == phyName }?.interfaceTypes
         var supplicant: RadioFacts.Supplicant
         var nm = NetworkManagerStatus.unknown("not asked: no D-Bus")
+        var managedNames: [String]?
         do {
             let bus = try connection()
             nm = NetworkManagerProbe.status(of: radio, bus: bus)
             if try !bus.hasOwner() {
                 supplicant = .notRunning
-            } else if let path = try bus.interfacePath(radio) {
-                supplicant = .managing(modes: try bus.interfaceInfo(path).modes)
             } else {
-                supplicant = .notManaging
+                managedNames = try? supplicantInterfaceNames(bus)
+                if let path = try bus.interfacePath(radio) {
+                    supplicant = .managing(modes: try bus.interfaceInfo(path).modes)
+                } else {
+                    supplicant = .notManaging
+                }
             }
         } catch WiFiError.busUnavailable(let why) {
             supplicant = .busUnavailable(why)
@@ -122,7 +174,8 @@ public final class WiFiDirect: @unchecked Sendable {
             supplicant = .notRunning
         }
         let facts = RadioFacts(interface: radio, phy: phyName, kernelTypes: types, supplicant: supplicant,
-                               p2pDevice: WiFiRadios.p2pDevice(for: radio, devices: devices), networkManager: nm)
+                               p2pDevice: WiFiRadios.p2pDevice(for: radio, devices: devices, supplicantInterfaces: managedNames),
+                               networkManager: nm)
         return RadioCapabilities.evaluate(facts)
     }
 

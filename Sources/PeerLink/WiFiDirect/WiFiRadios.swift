@@ -47,16 +47,24 @@ enum WiFiRadios {
         (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Where this machine's P2P devices are, seen from radio `name`'s wiphy.
-    static func p2pDevice(for name: String, devices: [WirelessDevice]?) -> RadioFacts.P2PDevice {
+    /// Where the P2P device that wpa_supplicant would use for radio `name` is. wpa_supplicant
+    /// runs one P2P device per process: when `supplicantInterfaces` (the interfaces that
+    /// wpa_supplicant manages) include a radio whose wiphy has one, that is the one, and
+    /// another radio gets none. P2P devices on radios it does not manage belong to other
+    /// processes. Without `supplicantInterfaces`, every P2P device elsewhere counts.
+    static func p2pDevice(for name: String, devices: [WirelessDevice]?, supplicantInterfaces: [String]? = nil) -> RadioFacts.P2PDevice {
         guard let devices else { return .unknown }
         guard let wiphy = devices.first(where: { $0.interfaceName == name })?.wiphy else { return .unknown }
         let p2p = devices.filter { $0.type == .p2pDevice }
         if p2p.isEmpty { return .none }
         if p2p.contains(where: { $0.wiphy == wiphy }) { return .thisRadio }
-        let others = p2p.compactMap { dev in
-            devices.first { $0.wiphy == dev.wiphy && $0.interfaceName != nil && $0.type != .p2pClient && $0.type != .p2pGroupOwner }?.interfaceName
+        let p2pWiphys = Set(p2p.map(\.wiphy))
+        func isRadio(_ d: WirelessDevice) -> Bool { d.interfaceName != nil && d.type != .p2pClient && d.type != .p2pGroupOwner && d.type != .p2pDevice }
+        if let mine = supplicantInterfaces {
+            let owners = devices.filter { d in isRadio(d) && p2pWiphys.contains(d.wiphy) && mine.contains(d.interfaceName ?? "") }
+            return owners.isEmpty ? .none : .otherRadios(owners.compactMap(\.interfaceName))
         }
+        let others = p2p.compactMap { dev in devices.first { $0.wiphy == dev.wiphy && isRadio($0) }?.interfaceName }
         return .otherRadios(others.isEmpty ? p2p.map { "phy index \($0.wiphy)" } : others)
     }
 
