@@ -13,6 +13,9 @@
 #                      under ${TMPDIR:-/tmp}/peerlink-bt-lab/)
 #   --timeout S        time limit for COMMAND inside the VM (default 600)
 #   --controllers N    number of virtual controllers hci0..hci(N-1) (default 2; baseline 4)
+#   --radios N         also N virtual Wi-Fi radios (mac80211_hwsim) with one wpa_supplicant
+#                      per radio, started as Debian's wpa_supplicant.service starts it (D-Bus
+#                      only, no interface added); default 0 (Hardware/bt-lab/guest-wifi.sh)
 #   --keep-trace       keep btmon.btsnoop even when COMMAND succeeds (always kept on failure)
 #   --no-trace         do not run btmon at all (it costs CPU in the VM: see the README)
 #   --memory SIZE      guest memory (default 1G)
@@ -25,7 +28,9 @@
 # COMMAND runs as root in the VM, in the caller's working directory, with the host's root
 # file system read-only; only the results directory is writable on the host (the VM's /tmp
 # and others are throwaway overlays). It sees PEERLINK_LAB=1, PEERLINK_LAB_HCI0=<bdaddr>,
-# PEERLINK_LAB_HCI1=..., PEERLINK_LAB_CONTROLLERS and PEERLINK_LAB_RESULTS.
+# PEERLINK_LAB_HCI1=..., PEERLINK_LAB_CONTROLLERS and PEERLINK_LAB_RESULTS; with --radios N
+# also PEERLINK_LAB_RADIOS=N, PEERLINK_LAB_WIFI<K>=wlanK and PEERLINK_LAB_WIFI<K>_BUS (the D-Bus
+# address of node K's wpa_supplicant) and PEERLINK_LAB_WIFI<K>_MAC.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,12 +46,13 @@ lab_fail() { say "FAILED step $1: $2"; exit 125; }
 MODE=$1; shift
 case $MODE in run | smoke | baseline) ;; -h | --help | help) usage ;; *) say "unknown mode '$MODE'"; usage ;; esac
 
-RESULTS="" TIMEOUT=600 CONTROLLERS="" KEEP_TRACE=0 MEMORY=1G QUIET=0 TRACE=1
+RESULTS="" TIMEOUT=600 CONTROLLERS="" KEEP_TRACE=0 MEMORY=1G QUIET=0 TRACE=1 RADIOS=0
 while (($#)); do
     case $1 in
         --results) RESULTS=${2:?--results needs a directory}; shift 2 ;;
         --timeout) TIMEOUT=${2:?--timeout needs seconds}; shift 2 ;;
         --controllers) CONTROLLERS=${2:?--controllers needs a number}; shift 2 ;;
+        --radios) RADIOS=${2:?--radios needs a number}; shift 2 ;;
         --keep-trace) KEEP_TRACE=1; shift ;;
         --no-trace) TRACE=0; shift ;;
         --memory) MEMORY=${2:?--memory needs a size}; shift 2 ;;
@@ -61,6 +67,7 @@ done
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || { say "--timeout must be whole seconds"; exit 2; }
 [[ $CONTROLLERS =~ ^[0-9]+$ ]] && ((CONTROLLERS >= 2 && CONTROLLERS <= 16)) ||
     { say "--controllers must be 2..16"; exit 2; }
+[[ $RADIOS =~ ^[0-9]+$ ]] && ((RADIOS <= 8)) || { say "--radios must be 0..8"; exit 2; }
 
 case $MODE in
     run) (($#)) || { say "run: no command given after --"; usage; }
@@ -90,7 +97,7 @@ fi
 mkdir -p "$RESULTS" || lab_fail results "cannot create $RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd -P)
 # a reused directory: drop what a previous run left, so nothing stale is read back
-rm -rf "$RESULTS/.lab" "$RESULTS"/btmon-*.btsnoop "$RESULTS"/{exit-code,failed-step,setup.log,btvirt.log,bluetoothd.log,btmon.log,btmon.btsnoop,dmesg.log,console.log,timings.txt}
+rm -rf "$RESULTS/.lab" "$RESULTS"/btmon-*.btsnoop "$RESULTS"/{exit-code,failed-step,setup.log,btvirt.log,bluetoothd.log,btmon.log,btmon.btsnoop,dmesg.log,console.log,timings.txt,wpa_supplicant.log}
 mkdir -p "$RESULTS/.lab"
 {
     echo "#!/bin/bash"
@@ -101,9 +108,9 @@ mkdir -p "$RESULTS/.lab"
 # Worst case: boot (~40 s cold, TCG) + setup (~25 s, up to ~2 min with btvirt retries) +
 # command + log collection and shutdown.
 HOST_TIMEOUT=$((TIMEOUT + 420))
-say "mode=$MODE accel=$ACCEL_NAME kernel=$(basename "$KERNEL") controllers=$CONTROLLERS timeout=${TIMEOUT}s results=$RESULTS"
+say "mode=$MODE accel=$ACCEL_NAME kernel=$(basename "$KERNEL") controllers=$CONTROLLERS radios=$RADIOS timeout=${TIMEOUT}s results=$RESULTS"
 
-GUEST_CMD=$(printf 'exec /bin/bash %q %q %q %q %q %q' "$LAB/guest-run.sh" "$RESULTS" "$CONTROLLERS" "$TIMEOUT" "$KEEP_TRACE" "$TRACE")
+GUEST_CMD=$(printf 'exec /bin/bash %q %q %q %q %q %q %q' "$LAB/guest-run.sh" "$RESULTS" "$CONTROLLERS" "$TIMEOUT" "$KEEP_TRACE" "$TRACE" "$RADIOS")
 
 # QEMU reopens its stdout: give it a pipe, never a file. The filter below timestamps the
 # '@@bt-lab stage' markers with the host clock and saves the console.
@@ -144,12 +151,14 @@ span() {  # span FROM TO -> seconds with one decimal, or '?'
 total=$(awk -v t=$((T_END - T_START)) 'BEGIN {printf "%.1f", t / 1e6}')
 boot=$(span 0 "$(stage_at guest-start)")
 setup=$(span "$(stage_at guest-start)" "$(stage_at btmon)")
+wifi=$(span "$(stage_at wifi)" "$(stage_at btmon)")   # part of setup; '?' without --radios
 command=$(span "$(stage_at command)" "$(stage_at command-done)")
 shutdown=$(span "$(stage_at command-done)" "$total")
 {
     echo "accel $ACCEL_NAME"
     echo "boot $boot"
     echo "setup $setup"
+    ((RADIOS > 0)) && echo "wifi $wifi"
     echo "command $command"
     echo "collect+shutdown $shutdown"
     echo "total $total"
@@ -158,7 +167,7 @@ shutdown=$(span "$(stage_at command-done)" "$total")
 # ---- outcome ------------------------------------------------------------------------------
 if [[ -f $RESULTS/exit-code ]]; then
     rc=$(<"$RESULTS/exit-code")
-    say "timings: boot ${boot}s, setup ${setup}s, command ${command}s, collect+shutdown ${shutdown}s, total ${total}s"
+    say "timings: boot ${boot}s, setup ${setup}s$( ((RADIOS > 0)) && echo " (wifi ${wifi}s)"), command ${command}s, collect+shutdown ${shutdown}s, total ${total}s"
     say "exit $rc; results in $RESULTS"
     exit "$rc"
 fi

@@ -4,12 +4,12 @@
 # RESULTS_DIR/.lab/command.sh under a timeout while btmon records HCI traffic, collects
 # logs, and writes the command's exit status to RESULTS_DIR/exit-code.
 #
-#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1) TRACE(0|1)
+#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1) TRACE(0|1) [N_RADIOS]
 #
 # Lines starting with '@@bt-lab ' on stdout are stage markers that the host timestamps.
 set -uo pipefail
 
-RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0} TRACE=${5:-1}
+RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0} TRACE=${5:-1} RADIOS=${6:-0}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RUN=/run/bt-lab
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -20,6 +20,7 @@ marker() { printf '@@bt-lab %s\n' "$*"; }
 collect_logs() {
     marker stage collect
     dmesg > "$RESULTS/dmesg.log" 2>&1
+    ((RADIOS > 0)) && bash "$HERE/guest-wifi.sh" stop
     # stop bluetoothd so that its log is complete, then btvirt
     for d in bluetoothd btvirt; do
         pid=$(cat "$RUN/$d.pid" 2>/dev/null) || continue
@@ -44,6 +45,17 @@ for ((i = 0; i < N; i++)); do
     export "PEERLINK_LAB_HCI$i=$(cat "$RUN/hci$i.addr")"
 done
 export PEERLINK_LAB=1 PEERLINK_LAB_CONTROLLERS=$N PEERLINK_LAB_RESULTS=$RESULTS
+
+# Virtual Wi-Fi radios and wpa_supplicant (guest-wifi.sh), when asked for (--radios N)
+if ((RADIOS > 0)); then
+    marker stage wifi
+    if ! bash "$HERE/guest-wifi.sh" start "$RESULTS" "$RADIOS"; then
+        collect_logs
+        marker stage setup-failed
+        exit 125
+    fi
+    set -a; . "$RESULTS/.lab/wifi.env"; set +a
+fi
 
 marker stage btmon
 TRACE_FILE="$RESULTS/btmon.btsnoop"

@@ -67,8 +67,11 @@ final class PrivateBus {
         }
     }
 
+    /// SIGKILL, not SIGTERM: a daemon started from a Swift concurrency (dispatch worker)
+    /// thread inherits that thread's signal mask, which blocks SIGTERM, and would never exit
+    /// (an async test then spun in `waitUntilExit` forever).
     func stop() {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         try? FileManager.default.removeItem(at: dir)
     }
 }

@@ -62,16 +62,13 @@ final class DBusObjectServer: @unchecked Sendable {
     private var signalHandler: SignalHandler?
 
     /// Asks the bus for the signals `rule` matches (a D-Bus match rule) and hands each to
-    /// `handler`, replacing any earlier handler.
+    /// `handler`, replacing any earlier handler. The `AddMatch` call goes through `call`, so
+    /// its reply is matched by serial like any other: libdbus's blocking `dbus_bus_add_match`
+    /// lost the race for its reply to this connection's dispatch thread, which popped and
+    /// dropped it, and the caller waited out the 25 s default timeout.
     func addMatch(_ rule: String, handler: @escaping SignalHandler) throws {
         lock.withLock { signalHandler = handler }
-        var err = DBusError()
-        peerlink_dbus_error_init(&err)
-        defer { dbus_error_free(&err) }
-        dbus_bus_add_match(raw, rule, &err)
-        if peerlink_dbus_error_is_set(&err) != 0 {
-            throw DBusFailure.call(name: "org.freedesktop.DBus.Error.MatchRuleInvalid", message: String(cString: peerlink_dbus_error_message(&err)))
-        }
+        _ = try call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", [.string(rule)])
     }
 
     /// Serves `object` at `path` (replacing what was there).

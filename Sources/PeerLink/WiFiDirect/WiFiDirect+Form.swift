@@ -1,0 +1,190 @@
+import Foundation
+
+extension WiFiDirect {
+    /// Forms an autonomous Wi-Fi Direct group on `interface` (`P2PDevice.GroupAdd`) with this
+    /// node as group owner, and returns what a peer needs to join it, once the group
+    /// interface's link-local address is usable. `frequency` (MHz) picks the channel;
+    /// wpa_supplicant chooses when nil.
+    public func formGroup(interface: String, frequency: Int? = nil, timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
+        if let f = frequency, !WiFiChannels.isValidFrequency(f) { throw WiFiError.invalidArgument("\(f) MHz is not a Wi-Fi channel") }
+        return try await onQueue { try self.formGroupBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
+    }
+
+    /// Starts a WPA2-PSK access point on `interface` itself (a mode-2 network through
+    /// `AddNetwork`/`SelectNetwork`), the fallback where P2P is unavailable. The radio leaves
+    /// any network it was on until `leave`.
+    public func startSoftAP(interface: String, frequency: Int = 2437, timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
+        guard WiFiChannels.isValidFrequency(frequency) else { throw WiFiError.invalidArgument("\(frequency) MHz is not a Wi-Fi channel") }
+        return try await onQueue { try self.startSoftAPBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
+    }
+
+    func formGroupBlocking(_ radio: String, frequency: Int?, budget: StepBudget) throws -> WiFiGroup {
+        try WiFiRadios.require(radio, sysClassNet: sysClassNet)
+        let bus = try connection()
+        try requireSupplicant(bus)
+        var timings = StepTimings()
+        return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
+            try formGroup(bus, radio: radio, radioPath: radioPath, frequency: frequency, timings: &timings, budget: budget)
+        }
+    }
+
+    func formGroup(_ bus: WPASupplicantBus, radio: String, radioPath: String, frequency: Int?, timings: inout StepTimings,
+                   budget: StepBudget) throws -> WiFiGroup {
+        let devices = (try? Nl80211.devices()) ?? nil
+        try requireP2P(bus, radio: radio, radioPath: radioPath, devices: devices)
+
+        let started = bus.signals.expect { s in
+            s.path == radioPath && s.interface == WPASupplicantBus.p2pAPI
+                && (s.member == "GroupFormationFailure" || (s.member == "GroupStarted" && (try? WPAProperties.groupSignal(s.args))?.role == "GO"))
+                || s.isSupplicantGone
+        }
+        var args: [String: DBusValue] = [:]
+        if let frequency { args["frequency"] = .int32(Int32(frequency)) }
+        let signal: WPASignal? = try timings.measure(.startGroup) {
+            do { _ = try bus.call(radioPath, WPASupplicantBus.p2pAPI, "GroupAdd", [.propertyDictionary(args)]) } catch {
+                started.cancel()
+                throw error
+            }
+            return started.wait(seconds: budget.remaining)
+        }
+        guard let signal else { throw WiFiError.timedOut(step: WiFiStep.startGroup.rawValue, seconds: budget.limitSeconds) }
+        if signal.isSupplicantGone { throw WiFiError.supplicantNotRunning }
+        if signal.member == "GroupFormationFailure" {
+            throw WiFiError.failed(step: WiFiStep.startGroup.rawValue, why: "GroupFormationFailure \(WPAProperties.text(signal.args.first) ?? "")")
+        }
+        let sig = try WPAProperties.groupSignal(signal.args)
+        // From here on a group exists: undo it if anything below fails.
+        var live = LiveGroup(group: WiFiGroup(id: WiFiGroupID(), role: .groupOwner, interface: "", radio: radio,
+                                              credentials: WiFiCredentials(kind: .p2pGroup, ssid: "", passphrase: "", frequency: 0,
+                                                                           bssid: .zero),
+                                              linkLocalAddress: "", joinMethod: nil, timings: []),
+                             radioPath: radioPath, groupInterfacePath: sig.interfaceObject, groupObject: sig.groupObject,
+                             networkPath: nil, reenable: [])
+        register(live)
+        do {
+            let info = try WPAProperties.group(bus.groupProperties(sig.groupObject))
+            guard !info.passphrase.isEmpty else { throw WiFiError.malformedReply("the group owner's group has no passphrase") }
+            guard let frequency = info.frequency else { throw WiFiError.malformedReply("the group owner's group has no Frequency") }
+            let ifname = try bus.interfaceInfo(sig.interfaceObject).ifname
+            live.group.interface = ifname
+            live.group.credentials = WiFiCredentials(kind: .p2pGroup, ssid: info.ssid, passphrase: info.passphrase, frequency: frequency,
+                                                     bssid: info.bssid, ownerDeviceAddress: WiFiRadios.p2pDeviceAddress(for: radio, devices: devices))
+            register(live)
+            live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(ifname, budget: budget) }
+            live.group.timings = timings.steps
+            register(live)
+            return live.group
+        } catch {
+            leaveBlocking(live.group.id)
+            throw error
+        }
+    }
+
+    /// Throws `unsupported` unless wpa_supplicant offers P2P on this radio.
+    func requireP2P(_ bus: WPASupplicantBus, radio: String, radioPath: String, devices: [WirelessDevice]?) throws {
+        let info = try bus.interfaceInfo(radioPath)
+        if let modes = info.modes, !modes.contains("p2p") {
+            throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant offers no P2P on it (modes: \(modes.joined(separator: ", "))); P2P is disabled (p2p_disabled=1) or the driver lacks it")
+        }
+        let managed = try? supplicantInterfaceNames(bus)
+        if case let .otherRadios(others) = WiFiRadios.p2pDevice(for: radio, devices: devices, supplicantInterfaces: managed) {
+            throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant's one P2P device is on \(others.joined(separator: ", "))")
+        }
+    }
+
+    func startSoftAPBlocking(_ radio: String, frequency: Int, budget: StepBudget) throws -> WiFiGroup {
+        try WiFiRadios.require(radio, sysClassNet: sysClassNet)
+        let bus = try connection()
+        try requireSupplicant(bus)
+        var timings = StepTimings()
+        return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
+            try startSoftAP(bus, radio: radio, radioPath: radioPath, frequency: frequency, timings: &timings, budget: budget)
+        }
+    }
+
+    func startSoftAP(_ bus: WPASupplicantBus, radio: String, radioPath: String, frequency: Int, timings: inout StepTimings,
+                     budget: StepBudget) throws -> WiFiGroup {
+        let info = try bus.interfaceInfo(radioPath)
+        if let modes = info.modes, !modes.contains("ap") {
+            throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant cannot run an access point on it (modes: \(modes.joined(separator: ", ")))")
+        }
+        if case let .managed(state) = NetworkManagerProbe.status(of: radio, bus: bus) {
+            throw WiFiError.unsupported(interface: radio, why: "NetworkManager manages it (state \(state)); a soft-AP would take it from NetworkManager")
+        }
+        guard let bssid = WiFiRadios.read("\(sysClassNet)/\(radio)/address").flatMap({ MACAddress($0) }) else {
+            throw WiFiError.noSuchRadio(radio)
+        }
+        let creds = WiFiCredentials(kind: .softAP, ssid: "PeerLink-" + Self.randomText(6), passphrase: Self.randomText(16),
+                                    frequency: frequency, bssid: bssid)
+        let network: [String: DBusValue] = [
+            "ssid": .string(creds.ssid), "psk": .string(creds.passphrase), "mode": .int32(2), "frequency": .int32(Int32(frequency)),
+            "key_mgmt": .string("WPA-PSK"), "proto": .string("RSN"), "pairwise": .string("CCMP"), "group": .string("CCMP"),
+        ]
+        var live = try connectNetwork(bus, radio: radio, radioPath: radioPath, role: .accessPoint, network: network,
+                                      credentials: creds, timings: &timings, budget: budget)
+        do {
+            live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(radio, budget: budget) }
+            live.group.timings = timings.steps
+            register(live)
+            return live.group
+        } catch {
+            leaveBlocking(live.group.id)
+            throw error
+        }
+    }
+
+    /// Adds `network` to the radio, selects it and waits for `completed`: a soft-AP up or a
+    /// station associated with keys installed. Registers the group; on failure removes the
+    /// network again.
+    func connectNetwork(_ bus: WPASupplicantBus, radio: String, radioPath: String, role: WiFiRole, network: [String: DBusValue],
+                        credentials: WiFiCredentials, timings: inout StepTimings, budget: StepBudget) throws -> LiveGroup {
+        let reenable = try enabledNetworks(bus, radioPath)
+        let completed = bus.signals.expect { s in
+            (s.path == radioPath && s.interface == WPASupplicantBus.interfaceAPI && s.member == "PropertiesChanged"
+                && WPAProperties.changedState(s.args) == .completed) || s.isSupplicantGone
+        }
+        var networkPath: String?
+        do {
+            let signal: WPASignal? = try timings.measure(.connect) {
+                let r = try bus.call(radioPath, WPASupplicantBus.interfaceAPI, "AddNetwork", [.propertyDictionary(network)])
+                guard let p = WPAProperties.text(r.first) else { throw WiFiError.malformedReply("AddNetwork returned no path") }
+                networkPath = p
+                _ = try bus.call(radioPath, WPASupplicantBus.interfaceAPI, "SelectNetwork", [.objectPath(p)])
+                return completed.wait(seconds: budget.remaining)
+            }
+            guard let signal else {
+                let state = (try? bus.interfaceInfo(radioPath).state.rawValue) ?? "unknown"
+                throw WiFiError.timedOut(step: "\(WiFiStep.connect.rawValue) (state \(state))", seconds: budget.limitSeconds)
+            }
+            if signal.isSupplicantGone { throw WiFiError.supplicantNotRunning }
+        } catch {
+            completed.cancel()
+            if let p = networkPath { _ = try? bus.call(radioPath, WPASupplicantBus.interfaceAPI, "RemoveNetwork", [.objectPath(p)]) }
+            restore(bus, reenable)
+            throw error
+        }
+        let live = LiveGroup(group: WiFiGroup(id: WiFiGroupID(), role: role, interface: radio, radio: radio, credentials: credentials,
+                                              linkLocalAddress: "", joinMethod: role == .station ? .station : nil, timings: []),
+                             radioPath: radioPath, groupInterfacePath: nil, groupObject: nil, networkPath: networkPath, reenable: reenable)
+        register(live)
+        return live
+    }
+
+    /// The networks of an interface that are enabled now (SelectNetwork disables the others).
+    func enabledNetworks(_ bus: WPASupplicantBus, _ radioPath: String) throws -> [String] {
+        let paths = WPAProperties.objectPaths(try bus.get(radioPath, WPASupplicantBus.interfaceAPI, "Networks")) ?? []
+        return paths.filter { p in (try? bus.get(p, "fi.w1.wpa_supplicant1.Network", "Enabled"))?.bool == true }
+    }
+
+    /// Enables `networks` again (best effort).
+    func restore(_ bus: WPASupplicantBus, _ networks: [String]) {
+        for p in networks { try? bus.set(p, "fi.w1.wpa_supplicant1.Network", "Enabled", .bool(true)) }
+    }
+
+    /// Random letters and digits for SSIDs and passphrases.
+    static func randomText(_ count: Int) -> String {
+        let alphabet = Array("abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        var g = SystemRandomNumberGenerator()
+        return String((0..<count).map { _ in alphabet[Int(g.next(upperBound: UInt64(alphabet.count)))] })
+    }
+}

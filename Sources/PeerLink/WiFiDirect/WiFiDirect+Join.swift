@@ -1,0 +1,154 @@
+import Foundation
+
+extension WiFiDirect {
+    /// Joins the group described by `credentials` (received from its owner) from
+    /// `interface`, without a P2P find of the whole spectrum and without WPS. Returns once
+    /// this side's link-local address on the joined interface is usable.
+    ///
+    /// `.automatic` joins a Wi-Fi Direct group as a P2P client, which leaves the radio's own
+    /// interface (and any network it is on) alone, and joins a soft-AP (or any group when
+    /// this radio has no P2P) as a station, unless NetworkManager manages the interface.
+    public func joinGroup(interface: String, credentials: WiFiCredentials, method: WiFiJoinMethod = .automatic,
+                          timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
+        try credentials.validate()
+        return try await onQueue { try self.joinBlocking(interface, credentials, method, budget: StepBudget(timeout)) }
+    }
+
+    func joinBlocking(_ radio: String, _ creds: WiFiCredentials, _ asked: WiFiJoinMethod, budget: StepBudget) throws -> WiFiGroup {
+        try WiFiRadios.require(radio, sysClassNet: sysClassNet)
+        let bus = try connection()
+        try requireSupplicant(bus)
+        var timings = StepTimings()
+        return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
+            try join(bus, radio: radio, radioPath: radioPath, creds, asked, timings: &timings, budget: budget)
+        }
+    }
+
+    func join(_ bus: WPASupplicantBus, radio: String, radioPath: String, _ creds: WiFiCredentials, _ asked: WiFiJoinMethod,
+              timings: inout StepTimings, budget: StepBudget) throws -> WiFiGroup {
+        let devices = (try? Nl80211.devices()) ?? nil
+        let p2pProblem: Error? = { do { try requireP2P(bus, radio: radio, radioPath: radioPath, devices: devices); return nil } catch { return error } }()
+        let nm = NetworkManagerProbe.status(of: radio, bus: bus)
+        let method = try Self.chooseJoinMethod(asked, kind: creds.kind, p2pProblem: p2pProblem, networkManager: nm, radio: radio)
+        var live: LiveGroup
+        switch method {
+        case .p2pClient:
+            live = try joinAsP2PClient(bus, radio: radio, radioPath: radioPath, creds, timings: &timings, budget: budget)
+        case .station, .automatic:
+            let network: [String: DBusValue] = [
+                "ssid": .string(creds.ssid), "psk": .string(creds.passphrase), "scan_freq": .string(String(creds.frequency)),
+                "bssid": .string(creds.bssid.description), "key_mgmt": .string("WPA-PSK"), "proto": .string("RSN"),
+                "pairwise": .string("CCMP"), "group": .string("CCMP"),
+            ]
+            live = try connectNetwork(bus, radio: radio, radioPath: radioPath, role: .station, network: network, credentials: creds,
+                                      timings: &timings, budget: budget)
+        }
+        do {
+            live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(live.group.interface, budget: budget) }
+            live.group.timings = timings.steps
+            register(live)
+            return live.group
+        } catch {
+            leaveBlocking(live.group.id)
+            throw error
+        }
+    }
+
+    /// Which way to join. Pure.
+    static func chooseJoinMethod(_ asked: WiFiJoinMethod, kind: WiFiCredentials.Kind, p2pProblem: Error?,
+                                 networkManager: NetworkManagerStatus, radio: String) throws -> WiFiJoinMethod {
+        let stationProblem: String? = networkManager.manages
+            ? "NetworkManager manages \(radio); joining as a station would take it from NetworkManager" : nil
+        switch asked {
+        case .p2pClient:
+            if let p2pProblem { throw p2pProblem }
+            return .p2pClient
+        case .station:
+            if let stationProblem { throw WiFiError.unsupported(interface: radio, why: stationProblem) }
+            return .station
+        case .automatic:
+            let p2pOK = p2pProblem == nil
+            if kind == .p2pGroup, p2pOK { return .p2pClient }
+            if stationProblem == nil { return .station }
+            if p2pOK { return .p2pClient }
+            throw WiFiError.unsupported(interface: radio, why: "\(stationProblem ?? "") and P2P is unavailable (\(p2pProblem.map { "\($0)" } ?? ""))")
+        }
+    }
+
+    /// A P2P client from a persistent-group profile built from the credentials. When the
+    /// owner's device address is known, a P2P find on the group's frequency first puts the
+    /// owner in wpa_supplicant's scan results, so that the client scans that one channel
+    /// instead of all of them (wpa_supplicant 2.10 ignores GroupAdd's frequency for a client).
+    func joinAsP2PClient(_ bus: WPASupplicantBus, radio: String, radioPath: String, _ creds: WiFiCredentials,
+                         timings: inout StepTimings, budget: StepBudget) throws -> LiveGroup {
+        var profile: [String: DBusValue] = ["ssid": .string(creds.ssid), "psk": .string(creds.passphrase)]
+        if let owner = creds.ownerDeviceAddress, creds.kind == .p2pGroup {
+            let peerSuffix = "/Peers/" + owner.pathComponent
+            let found = bus.signals.expect { s in
+                s.path == radioPath && s.member == "DeviceFound" && (WPAProperties.text(s.args.first)?.hasSuffix(peerSuffix) ?? false)
+            }
+            let seen: Bool = try timings.measure(.findOwner) {
+                let find = DBusValue.propertyDictionary(["Timeout": .int32(5), "freq": .int32(Int32(creds.frequency))])
+                do { _ = try bus.call(radioPath, WPASupplicantBus.p2pAPI, "Find", [find]) } catch {
+                    found.cancel()
+                    throw error
+                }
+                let s = found.wait(seconds: min(5, budget.remaining))
+                _ = try? bus.call(radioPath, WPASupplicantBus.p2pAPI, "StopFind")
+                return s != nil
+            }
+            // Not seen: the client scans every channel (slower, still works).
+            if seen { profile["bssid"] = .string(owner.description) }
+        }
+        let started = bus.signals.expect { s in
+            s.path == radioPath && s.interface == WPASupplicantBus.p2pAPI
+                && (s.member == "GroupFormationFailure" || (s.member == "GroupStarted" && (try? WPAProperties.groupSignal(s.args))?.role == "client"))
+                || s.isSupplicantGone
+        }
+        var persistent: String?
+        defer { if let p = persistent { _ = try? bus.call(radioPath, WPASupplicantBus.p2pAPI, "RemovePersistentGroup", [.objectPath(p)]) } }
+        let signal: WPASignal? = try timings.measure(.joinGroup) {
+            do {
+                let r = try bus.call(radioPath, WPASupplicantBus.p2pAPI, "AddPersistentGroup", [.propertyDictionary(profile)])
+                guard let p = WPAProperties.text(r.first) else { throw WiFiError.malformedReply("AddPersistentGroup returned no path") }
+                persistent = p
+                let add = DBusValue.propertyDictionary(["persistent_group_object": .objectPath(p), "frequency": .int32(Int32(creds.frequency))])
+                _ = try bus.call(radioPath, WPASupplicantBus.p2pAPI, "GroupAdd", [add])
+            } catch {
+                started.cancel()
+                throw error
+            }
+            return started.wait(seconds: budget.remaining)
+        }
+        guard let signal else {
+            _ = try? bus.call(radioPath, WPASupplicantBus.p2pAPI, "Cancel")
+            throw WiFiError.timedOut(step: WiFiStep.joinGroup.rawValue, seconds: budget.limitSeconds)
+        }
+        if signal.isSupplicantGone { throw WiFiError.supplicantNotRunning }
+        if signal.member == "GroupFormationFailure" {
+            throw WiFiError.failed(step: WiFiStep.joinGroup.rawValue,
+                                   why: "wpa_supplicant gave up (GroupFormationFailure \(WPAProperties.text(signal.args.first) ?? "")): wrong passphrase, or the owner is gone or out of range")
+        }
+        let sig = try WPAProperties.groupSignal(signal.args)
+        var live = LiveGroup(group: WiFiGroup(id: WiFiGroupID(), role: .p2pClient, interface: "", radio: radio, credentials: creds,
+                                              linkLocalAddress: "", joinMethod: .p2pClient, timings: []),
+                             radioPath: radioPath, groupInterfacePath: sig.interfaceObject, groupObject: sig.groupObject,
+                             networkPath: nil, reenable: [])
+        register(live)
+        do {
+            live.group.interface = try bus.interfaceInfo(sig.interfaceObject).ifname
+            // A client's Group.BSSID reads 00:00:00:00:00:00 in wpa_supplicant 2.10: the
+            // access point it is associated with is its interface's CurrentBSS.
+            let info = try WPAProperties.group(bus.groupProperties(sig.groupObject))
+            let joined = info.bssid.isZero ? bus.currentBSSID(sig.interfaceObject) : info.bssid
+            if let joined, joined != creds.bssid {
+                throw WiFiError.failed(step: WiFiStep.joinGroup.rawValue, why: "joined \(joined), not the owner \(creds.bssid) (another group with the same SSID?)")
+            }
+            register(live)
+            return live
+        } catch {
+            leaveBlocking(live.group.id)
+            throw error
+        }
+    }
+}
