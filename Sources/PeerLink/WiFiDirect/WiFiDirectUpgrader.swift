@@ -1,0 +1,85 @@
+import Foundation
+
+/// The Wi-Fi Direct medium's plug-in for negotiated links: forms a group (Wi-Fi Direct group
+/// owner, or a soft-AP where the radio lacks P2P) through the system's wpa_supplicant when the
+/// session asks it to host, joins the peer's group when it asks it to join, and leaves the
+/// group when the negotiation ends. Register it with `Node(upgraders:)`.
+public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
+    public let medium = Medium.wifiDirect
+    public let transport: Transport = WiFiDirectTransport()
+    public let wifi: WiFiDirect
+    /// The radio asked for (`--wifi`), or nil for the first one that can do it.
+    public let requestedInterface: String?
+    private let lock = NSLock()
+    private var chosen: (interface: String, report: WiFiRadioReport)?
+    private var groups: [UpgradeID: (group: WiFiGroup, listener: TransportListener?)] = [:]
+
+    public init(wifi: WiFiDirect = WiFiDirect(), interface: String? = nil) {
+        self.wifi = wifi
+        self.requestedInterface = interface
+    }
+
+    /// The radio used and what it can do, or why none can be used.
+    func radio() async -> Result<(interface: String, report: WiFiRadioReport), WiFiDirectUnavailable> {
+        if let c = lock.withLock({ chosen }) { return .success(c) }
+        let names: [String]
+        if let requestedInterface { names = [requestedInterface] } else { names = await wifi.radios().map(\.interface) }
+        guard !names.isEmpty else { return .failure(WiFiDirectUnavailable("this machine has no Wi-Fi radio")) }
+        var reasons: [String] = []
+        for n in names {
+            do {
+                let r = try await wifi.probe(interface: n)
+                if r.p2p.available || r.softAP.available {
+                    lock.withLock { chosen = (n, r) }
+                    return .success((n, r))
+                }
+                reasons.append("\(n): \(r.p2p.detail)")
+            } catch {
+                reasons.append("\(n): \(error)")
+            }
+        }
+        return .failure(WiFiDirectUnavailable(reasons.joined(separator: "; ")))
+    }
+
+    public func availability() async -> LinkUpgrade.Availability {
+        switch await radio() {
+        case .success: return LinkUpgrade.Availability(roles: [.host, .join])
+        case let .failure(why): return LinkUpgrade.Availability(roles: [], reason: why.description)
+        }
+    }
+
+    public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
+        let (interface, report) = try await radio().get()
+        let group = report.p2p.available
+            ? try await wifi.formGroup(interface: interface)
+            : try await wifi.startSoftAP(interface: interface)
+        do {
+            let listener = try listen(WiFiDirectTransport(interface: group.interface))
+            lock.withLock { groups[id] = (group, listener) }
+            return WiFiDirectParameters(credentials: group.credentials, address: group.linkLocalAddress, port: listener.port).encoded
+        } catch {
+            await wifi.leave(group)
+            throw error
+        }
+    }
+
+    public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
+        let p = try WiFiDirectParameters(parameters)
+        let (interface, _) = try await radio().get()
+        let group = try await wifi.joinGroup(interface: interface, credentials: p.credentials)
+        lock.withLock { groups[id] = (group, nil) }
+        return TransportEndpoint(medium: .wifiDirect, host: LinkLocalSockets.scoped(p.address, interface: group.interface), port: p.port)
+    }
+
+    public func leave(_ id: UpgradeID) async {
+        guard let g = lock.withLock({ groups.removeValue(forKey: id) }) else { return }
+        g.listener?.close()
+        await wifi.leave(g.group)
+    }
+}
+
+/// Why this machine cannot use Wi-Fi Direct (shown to the peer and in the timeline).
+public struct WiFiDirectUnavailable: Error, CustomStringConvertible {
+    public let description: String
+    init(_ d: String) { description = d }
+}
