@@ -13,11 +13,14 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Display name for this run (default: the stored name, else the host name).")
     var name: String?
 
-    @Option(name: .long, help: "Media to use: auto (IP, plus Bluetooth when bluetoothd has a powered adapter), ip (TCP found through mDNS/DNS-SD), bluetooth (RFCOMM/L2CAP found through BlueZ LE adverts), all (both; Bluetooth must work).")
+    @Option(name: .long, help: "Media to use: auto (IP, plus Bluetooth when bluetoothd has a powered adapter, plus Wi-Fi Direct upgrades when a radio can do them), ip (TCP found through mDNS/DNS-SD), bluetooth (RFCOMM/L2CAP found through BlueZ LE adverts), wifi-direct (a Wi-Fi Direct group negotiated inside a session when a file or stream starts on Bluetooth), all (IP and Bluetooth, Bluetooth must work, plus Wi-Fi Direct). A list such as bluetooth,wifi-direct picks several; leave wifi-direct out to exclude it.")
     var media: String = "auto"
 
     @Option(name: .long, help: "Bluetooth adapter to use, by name (hci1) or address (default: the first powered one).")
     var adapter: String?
+
+    @Option(name: .long, help: ArgumentHelp("Wi-Fi radio for Wi-Fi Direct upgrades (default: the first one that can do P2P or soft-AP; `peerlink doctor` says which can).", valueName: "iface"))
+    var wifi: String?
 
     @Option(name: .long, help: "Link policy when a peer has several links: bluetooth-first, wifi-first, lowest-latency, bluetooth-only, ip-only.")
     var policy: String = LinkPolicy.Kind.bluetoothFirst.rawValue
@@ -54,12 +57,12 @@ struct NodeOptions: ParsableArguments {
     /// Loads (or creates) the identity and builds a node on the chosen media; returns the
     /// plan too, for the discovery backends that go with it.
     func makeNode() throws -> (Node, IdentityStore, MediaPlan) {
-        let plan = try MediaPlan.make(media: media, adapter: adapter)
+        let plan = try MediaPlan.make(media: media, adapter: adapter, wifi: wifi)
         let store = IdentityStore(directory: configDir)
         let identity = try store.loadOrCreate().identity
         let display = name ?? store.displayName()
         do {
-            return (try Node(identity: identity, displayName: display, transports: plan.transports), store, plan)
+            return (try Node(identity: identity, displayName: display, transports: plan.transports, upgraders: plan.upgraders), store, plan)
         } catch {
             throw ValidationError("--name: \(error)")
         }

@@ -2,17 +2,20 @@ import ArgumentParser
 import Foundation
 import PeerLink
 
-struct DoctorCommand: ParsableCommand {
+struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Say which media work on this machine and, for each that does not, why and what to do.",
-        discussion: "Exits 0 when at least one medium is usable, 1 otherwise.")
+        discussion: "Media: ip, bluetooth, and wifi-direct (can this machine form or join a Wi-Fi Direct group, or a soft-AP, through wpa_supplicant for upgrades negotiated over Bluetooth). Exits 0 when at least one medium is usable, 1 otherwise.")
 
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
-    func run() throws {
-        let reports = Doctor.run()
+    @Option(name: .long, help: ArgumentHelp("Check only this Wi-Fi radio for Wi-Fi Direct (default: every radio).", valueName: "iface"))
+    var wifi: String?
+
+    func run() async throws {
+        let reports = Doctor.run() + [await DoctorWiFi.report(interface: wifi)]
         let out = Output(json: json)
         if json {
             let data = try JSONEncoder().encode(reports)

@@ -2,15 +2,18 @@ import ArgumentParser
 import Foundation
 import PeerLink
 
-/// Which media a command uses, from `--media` and `--adapter`: the node's transports and the
-/// discovery backends that go with them.
+/// Which media a command uses, from `--media`, `--adapter` and `--wifi`: the node's transports,
+/// its negotiated media and the discovery backends that go with them.
 struct MediaPlan {
     enum Choice: String, CaseIterable {
-        /// IP, plus Bluetooth when bluetoothd has a powered adapter.
+        /// IP, plus Bluetooth when bluetoothd has a powered adapter, plus Wi-Fi Direct upgrades
+        /// when a radio can do them.
         case auto
         case ip
         case bluetooth
-        /// IP and Bluetooth; Bluetooth must work.
+        /// Wi-Fi Direct groups negotiated inside a session (needs a session on another medium).
+        case wifiDirect = "wifi-direct"
+        /// IP and Bluetooth (Bluetooth must work), plus Wi-Fi Direct when a radio can do it.
         case all
     }
 
@@ -19,6 +22,10 @@ struct MediaPlan {
     let adapter: BlueZAdapter?
     /// What the user should know about the choice (Bluetooth skipped by `auto`, and why).
     let notes: [String]
+    /// The Wi-Fi Direct plug-in, when the plan includes it.
+    var wifiDirect: WiFiDirectUpgrader? = nil
+
+    var upgraders: [LinkUpgrader] { wifiDirect.map { [$0] } ?? [] }
 
     var transports: [Transport] {
         var out: [Transport] = []
@@ -42,6 +49,7 @@ struct MediaPlan {
         var parts: [String] = []
         if ip { parts.append("IP (\(service.dnssdTCP))") }
         if let adapter { parts.append("Bluetooth (\(adapter.name))") }
+        if let w = wifiDirect { parts.append("Wi-Fi Direct upgrades (\(w.requestedInterface ?? "first capable radio"))") }
         return parts.joined(separator: " and ")
     }
 
@@ -49,30 +57,50 @@ struct MediaPlan {
         switch text {
         case "ip", "wifi", "tcp": return .ip
         case "bluetooth", "bt": return .bluetooth
+        case "wifi-direct", "p2p": return .wifiDirect
         case "auto": return .auto
         case "all": return .all
         default:
-            throw ValidationError("--media '\(text)' is not known; use one of: " + Choice.allCases.map(\.rawValue).joined(separator: ", "))
+            throw ValidationError("--media '\(text)' is not known; use one of: " + Choice.allCases.map(\.rawValue).joined(separator: ", ")
+                                  + ", or a list such as bluetooth,wifi-direct")
         }
     }
 
-    /// Decides the media; `probe` lists bluetoothd's adapters (throws when it is unreachable).
-    static func make(media: String, adapter: String?,
+    /// Decides the media from `--media` (one choice or a comma-separated list), `--adapter` and
+    /// `--wifi`; `probe` lists bluetoothd's adapters (throws when it is unreachable).
+    static func make(media: String, adapter: String?, wifi: String? = nil,
                      probe: () throws -> [BlueZAdapter] = { try BlueZProbe.adapters() }) throws -> MediaPlan {
-        let choice = try parse(media)
-        if choice == .ip {
-            if adapter != nil { throw ValidationError("--adapter needs --media bluetooth, all or auto") }
-            return MediaPlan(ip: true, adapter: nil, notes: [])
+        let choices = Set(try media.split(separator: ",").map { try parse($0.trimmingCharacters(in: .whitespaces)) })
+        guard !choices.isEmpty else { throw ValidationError("--media is empty") }
+        if choices.count > 1, choices.contains(.auto) || choices.contains(.all) {
+            throw ValidationError("--media auto and all stand alone; list media without them (e.g. bluetooth,wifi-direct)")
         }
-        do {
-            let chosen = try pickAdapter(adapter, from: try probe())
-            return MediaPlan(ip: choice != .bluetooth, adapter: chosen, notes: [])
-        } catch {
-            guard choice == .auto, adapter == nil else {
-                throw RuntimeFailure("--media \(choice.rawValue): Bluetooth is not usable: \(error) (run `peerlink doctor`)")
+        let soft = choices == [.auto]
+        let wantsIP = choices.contains(.ip) || soft || choices.contains(.all)
+        let wantsBT = choices.contains(.bluetooth) || soft || choices.contains(.all)
+        let wantsP2P = choices.contains(.wifiDirect) || soft || choices.contains(.all)
+        if adapter != nil, !wantsBT { throw ValidationError("--adapter needs --media bluetooth, all or auto") }
+        if wifi != nil, !wantsP2P { throw ValidationError("--wifi needs --media wifi-direct, all or auto") }
+        if choices == [.wifiDirect] {
+            throw ValidationError("--media wifi-direct alone cannot find peers: a Wi-Fi Direct link is negotiated inside a session on another medium; use bluetooth,wifi-direct")
+        }
+        var plan: MediaPlan
+        if !wantsBT {
+            plan = MediaPlan(ip: true, adapter: nil, notes: [])
+        } else {
+            do {
+                let chosen = try pickAdapter(adapter, from: try probe())
+                plan = MediaPlan(ip: wantsIP, adapter: chosen, notes: [])
+            } catch {
+                guard soft, adapter == nil else {
+                    let named = choices.map(\.rawValue).sorted().joined(separator: ",")
+                    throw RuntimeFailure("--media \(named): Bluetooth is not usable: \(error) (run `peerlink doctor`)")
+                }
+                plan = MediaPlan(ip: true, adapter: nil, notes: ["Bluetooth not used: \(error)"])
             }
-            return MediaPlan(ip: true, adapter: nil, notes: ["Bluetooth not used: \(error)"])
         }
+        if wantsP2P { plan.wifiDirect = WiFiDirectUpgrader(interface: wifi) }
+        return plan
     }
 
     /// The adapter named (`hci1`) or addressed (`AA:BB:…`) by `wanted`, else the first powered

@@ -2,7 +2,8 @@ import Foundation
 
 /// `peerlink doctor`'s Wi-Fi Direct report: whether this machine can set up a Wi-Fi link
 /// with no router (Wi-Fi Direct, or a soft-AP as fallback), and if not, why and what to do.
-/// The lead wires it into `Doctor.run`; the checks come from `WiFiDirect.probe`.
+/// `peerlink doctor` shows it after the IP and Bluetooth reports; the checks come from
+/// `WiFiDirect.probe`.
 public enum DoctorWiFi {
     /// The medium's name in doctor output.
     public static let medium = "wifi-direct"
