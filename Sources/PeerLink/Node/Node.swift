@@ -205,14 +205,14 @@ public actor Node {
         if !alreadyConnected { dialling[peer.peerID] = session }
         defer { if dialling[peer.peerID] === session { dialling[peer.peerID] = nil } }
         var reasons: [String] = []
-        for endpoint in paths.map(\.endpoint) {
-            let link: SecureLink
-            do {
-                link = try await dial(endpoint, expecting: peer.peerID, timeout: timeout)
-            } catch {
-                reasons.append("\(endpoint): \(error)")
-                continue
-            }
+        // Happy eyeballs: paths in the policy's order, each next one 250 ms later (or at once
+        // when the ones in flight failed); the first authenticated link is invited.
+        var remaining = paths.map(\.endpoint)
+        while !remaining.isEmpty {
+            let race = await DialRace.first(remaining) { [self] ep in try await self.dial(ep, expecting: peer.peerID, timeout: timeout) }
+            reasons += race.failures
+            guard let (link, endpoint) = race.winner else { break }
+            remaining.removeAll { $0 == endpoint }
             let connected = session.registry.channel(for: peer.peerID) != nil
             if !connected { session.emit(.peerStateChanged(peer.peerID, displayName: link.remoteHello.displayName, state: .connecting)) }
             func failed() {

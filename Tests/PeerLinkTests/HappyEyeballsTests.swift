@@ -1,0 +1,49 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// Paths are dialled in parallel, staggered: a first path that swallows traffic costs the
+/// stagger, not its whole handshake timeout.
+final class HappyEyeballsTests: XCTestCase {
+    func testAStalledFirstPathDoesNotHoldUpTheInvitation() async throws {
+        let net = MemoryNetwork()
+        // Path "a-slow" answers nothing in time: every message takes 30 s to arrive.
+        net.conditions = ["a-slow": MemoryLinkConditions(delay: 30)]
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [
+            MemoryTransport(network: net, address: "a-slow", emulating: .tcp),
+            MemoryTransport(network: net, address: "a-fast", emulating: .rfcomm)])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [
+            MemoryTransport(network: net, address: "b-slow", emulating: .tcp),
+            MemoryTransport(network: net, address: "b-fast", emulating: .rfcomm)])
+        let sa = Session(node: a), sb = Session(node: b, policy: LinkPolicy(.wifiFirst))
+        let adv = Advertiser(node: a, service: try ServiceType("eyeballs"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        // wifi-first ranks the stalled TCP path first.
+        let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [
+            TransportEndpoint(medium: .tcp, host: "a-slow", port: 0), TransportEndpoint(medium: .rfcomm, host: "a-fast", port: 0)])
+        let started = Date()
+        try await b.invite(info, to: sb, timeout: 20)
+        let took = Date().timeIntervalSince(started)
+        let links = await sb.links().first?.links ?? []
+        XCTAssertEqual(links.map(\.medium), [.rfcomm], "the second path won")
+        // Dialled one after the other, the stalled path would hold the invitation for its
+        // 10 s handshake timeout first.
+        XCTAssertLessThan(took, 8, "the stalled path did not hold up the invitation")
+    }
+
+    func testEveryFailureIsReportedWhenNoPathWorks() async throws {
+        let net = MemoryNetwork()
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b", emulating: .tcp)])
+        let sb = Session(node: b)
+        let info = PeerInfo(peerID: try Identity().peerID, displayName: "ghost", info: [:], endpoints: [
+            TransportEndpoint(medium: .tcp, host: "nobody-1", port: 0), TransportEndpoint(medium: .tcp, host: "nobody-2", port: 0)])
+        do {
+            try await b.invite(info, to: sb, timeout: 5)
+            XCTFail("nobody listens")
+        } catch let PeerLinkError.unreachable(_, reasons) {
+            XCTAssertEqual(reasons.count, 2, "\(reasons)")
+            XCTAssertTrue(reasons.allSatisfy { $0.contains("Connection refused") }, "\(reasons)")
+        }
+    }
+}
