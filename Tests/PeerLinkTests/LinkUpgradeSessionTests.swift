@@ -149,7 +149,9 @@ final class LinkUpgradeSessionTests: XCTestCase {
         try await p.sb.sendResource(at: path, to: p.a.peerID)
         let down = await waitUntil(timeout: 5) { p.timeline.steps("b").contains { $0.step == .tornDown } }
         XCTAssertTrue(down, "torn down after 0.6 s without bulk")
-        XCTAssertTrue(p.timeline.steps("b").last { $0.step == .tornDown }?.detail.contains("no bulk traffic") == true)
+        // Whichever side's timer fires first takes it down; the other may see the link go first.
+        let why = (p.timeline.steps("a") + p.timeline.steps("b")).filter { $0.step == .tornDown }.map(\.detail)
+        XCTAssertTrue(why.contains { $0.contains("no bulk traffic for 0.6 s") }, "\(why)")
         let cleared = await waitUntil(timeout: 5) { p.ub.hostedGroups.isEmpty }
         XCTAssertTrue(cleared, "the host left its group")
         try await p.sb.sendResource(at: path, to: p.a.peerID)

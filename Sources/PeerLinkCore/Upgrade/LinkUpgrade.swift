@@ -165,16 +165,16 @@ public struct LinkUpgrade: Sendable {
             return
         case .proposed:
             if now >= stepAt + config.answerTimeout {
-                finish(sending: nil, reason: "no answer to the proposal within \(config.answerTimeout / 1000) s", now: now, quiet: config.retryAfter)
+                finish(sending: nil, reason: "no answer to the proposal within \(Self.seconds(config.answerTimeout))", now: now, quiet: config.retryAfter)
             }
         case .hosting, .ready, .awaitingHost, .joining:
             if now >= proposedAt + config.setupTimeout {
-                finish(sending: .failed, reason: "set-up timed out while \(phase.describing) (\(config.setupTimeout / 1000) s)", now: now,
+                finish(sending: .failed, reason: "set-up timed out while \(phase.describing) (\(Self.seconds(config.setupTimeout)))", now: now,
                        quiet: config.retryAfter)
             }
         case .up:
             if config.idleTeardown > 0, now >= lastBulk + config.idleTeardown {
-                finish(sending: .teardown, reason: "no bulk traffic for \(config.idleTeardown / 1000) s", now: now, quiet: 0)
+                finish(sending: .teardown, reason: "no bulk traffic for \(Self.seconds(config.idleTeardown))", now: now, quiet: 0)
             }
         }
     }
@@ -271,6 +271,11 @@ public struct LinkUpgrade: Sendable {
         current = nil
         phase = .idle
         quietUntil = now + quiet
+    }
+
+    /// "60 s", "0.6 s".
+    static func seconds(_ ms: UInt64) -> String {
+        ms % 1000 == 0 ? "\(ms / 1000) s" : "\(Double(ms) / 1000) s"
     }
 
     private mutating func note(_ step: UpgradeEvent.Step, _ detail: String, _ now: UInt64, id: UInt32? = nil, medium: String? = nil) {
