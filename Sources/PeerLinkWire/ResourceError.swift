@@ -37,6 +37,10 @@ public enum ResourceError: Equatable, Sendable, CustomStringConvertible {
         let raw = try r.u8("resource error code")
         let a = try r.u64("resource error amount"), b = try r.u64("resource error limit")
         let text = try r.string16("resource error text", limit: WireLimits.reasonText)
+        // One encoding per value: only a write failure carries text.
+        if raw != Code.writeFailed.rawValue, !text.isEmpty {
+            throw WireError.invalid(field: "resource error text", reason: "only a write failure (code 3) carries text")
+        }
         switch Code(rawValue: raw) {
         case .noSpace: return .noSpace(needed: a, available: b)
         case .diskFull: return .diskFull(held: a, size: b)

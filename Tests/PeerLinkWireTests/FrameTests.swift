@@ -221,6 +221,7 @@ final class FrameTests: XCTestCase {
             XCTAssertNotNil(assertWireError(try Frame.decode(record(code: bad))), "code \(bad)")
         }
         XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 3, text: [0xff, 0xfe]))), "text must be UTF-8")
+        XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 2, text: Array("x".utf8)))), "only code 3 carries text (found by FrameFuzz)")
         XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 3, text: Array(repeating: 0x61, count: WireLimits.reasonText + 1)))),
                         "text is bounded")
         XCTAssertNotNil(assertWireError(try Frame.decode(Array(record(code: 1).dropLast(3)))), "truncated")
