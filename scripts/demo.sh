@@ -3,10 +3,21 @@
 # network namespaces, each with its own avahi-daemon, find each other over mDNS, authenticate
 # with Noise, chat, and transfer a file with a SHA-256 check. Run as root on Debian 12:
 #   scripts/demo.sh
+#   scripts/demo.sh --radios   the real thing on the lab VM's radios: found over Bluetooth,
+#                              session on Bluetooth, a file that moves to Wi-Fi Direct, and the
+#                              links' timeline (Hardware/bt-lab/demo-radios.sh)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$root"
+if [ "${1:-}" = "--radios" ]; then
+    "$here/setup.sh" --bt-lab || exit 1
+    command -v swift >/dev/null || export PATH=/opt/swift/usr/bin:$PATH
+    echo "[demo] building peerlink (the first build takes a few minutes)…"
+    swift build --product peerlink >/tmp/peerlink-demo-build.log 2>&1 || { tail -30 /tmp/peerlink-demo-build.log; exit 1; }
+    exec "$here/bt-lab.sh" run --controllers 2 --radios 2 --no-trace --timeout 600 -- \
+        "$root/Hardware/bt-lab/demo-radios.sh" "$(swift build --show-bin-path)/peerlink"
+fi
 "$here/setup.sh" || exit 1
 command -v swift >/dev/null || export PATH=/opt/swift/usr/bin:$PATH
 echo "[demo] building peerlink (the first build takes a few minutes)…"

@@ -53,6 +53,10 @@ struct MediaPlan {
         return parts.joined(separator: " and ")
     }
 
+    /// The D-Bus address of the wpa_supplicant to use when it is not on the system bus
+    /// (`PEERLINK_WPA_SUPPLICANT_BUS`; the lab runs one per radio on buses of their own).
+    static var wpaSupplicantBus: String? { ProcessInfo.processInfo.environment["PEERLINK_WPA_SUPPLICANT_BUS"] }
+
     static func parse(_ text: String) throws -> Choice {
         switch text {
         case "ip", "wifi", "tcp": return .ip
@@ -99,7 +103,7 @@ struct MediaPlan {
                 plan = MediaPlan(ip: true, adapter: nil, notes: ["Bluetooth not used: \(error)"])
             }
         }
-        if wantsP2P { plan.wifiDirect = WiFiDirectUpgrader(interface: wifi) }
+        if wantsP2P { plan.wifiDirect = WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: wpaSupplicantBus), interface: wifi) }
         return plan
     }
 
