@@ -47,3 +47,37 @@ final class HappyEyeballsTests: XCTestCase {
         }
     }
 }
+
+/// The side that was invited keeps links up too, once it knows the peer's paths.
+final class BothSidesMaintainLinksTests: XCTestCase {
+    func testTheInvitedSideAddsAPathItLearnsOf() async throws {
+        let net = MemoryNetwork()
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [
+            MemoryTransport(network: net, address: "a-bt", emulating: .rfcomm),
+            MemoryTransport(network: net, address: "a-ip", emulating: .tcp)])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [
+            MemoryTransport(network: net, address: "b-bt", emulating: .rfcomm),
+            MemoryTransport(network: net, address: "b-ip", emulating: .tcp)])
+        _ = try await b.start()
+        let sa = Session(node: a), sb = Session(node: b)
+        let adv = Advertiser(node: a, service: try ServiceType("both-sides"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        // b knows only a's Bluetooth path, so b's own link manager has nothing more to dial.
+        try await b.invite(PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
+                                    endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]), to: sb, timeout: 5)
+        let before = await sa.links().first?.links.count
+        XCTAssertEqual(before, 1)
+        // a learns b's record (as its browser would): it dials b's IP path itself, and not
+        // b's Bluetooth path, which already has a link.
+        await sa.update(PeerInfo(peerID: b.peerID, displayName: "beta", info: [:], endpoints: [
+            TransportEndpoint(medium: .rfcomm, host: "b-bt", port: 0), TransportEndpoint(medium: .tcp, host: "b-ip", port: 0)]))
+        let two = await waitUntil(timeout: 10) { (await sa.links().first?.links.count ?? 0) == 2 }
+        XCTAssertTrue(two, "the invited side added the IP path")
+        let media = Set(await sa.links().first?.links.map(\.medium) ?? [])
+        XCTAssertEqual(media, [.rfcomm, .tcp])
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let still = await sa.links().first?.links.count
+        XCTAssertEqual(still, 2, "no second link on the path that already had one")
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Keeps one link on every path of a peer the session invited: after the first link, it dials
+/// Keeps one link on every path of a peer: after the first link (or, on the side that was
+/// invited, once the peer's discovery record is known), it dials
 /// the peer's other paths in the background (they join the session without asking the
 /// peer's application again), redials a path whose link died, and picks up paths that
 /// discovery reports later. Failed paths are retried with exponential backoff (1 s … 30 s).
@@ -27,6 +28,26 @@ actor LinkManager {
         self.node = node
         merge(info.endpoints)
         if let path = paths().first(where: { $0.endpoint == first }) { linkOfPath[path.key] = link }
+        guard loop == nil else { return }
+        loop = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self, await self.check() else { return }
+                try? await Task.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
+            }
+        }
+    }
+
+    /// Starts maintaining links on the side that accepted the invitation, once it learns the
+    /// peer's paths (its discovery record): `live` maps the session's links to their path keys
+    /// so the paths already linked are not dialled again. Paths without a link are first left
+    /// to the inviter for `grace` seconds, so both sides do not dial the same path at once.
+    func adopt(node: Node, info: PeerInfo, live: [LinkID: String], grace: Double = 3) {
+        guard self.node == nil else { return update(info) }
+        self.node = node
+        merge(info.endpoints)
+        for (link, key) in live { linkOfPath[key] = link }
+        let later = Date().addingTimeInterval(grace)
+        for path in paths() where linkOfPath[path.key] == nil { retry[path.key] = (0, later) }
         guard loop == nil else { return }
         loop = Task { [weak self] in
             while !Task.isCancelled {

@@ -17,6 +17,11 @@ public struct LinkPath: Hashable, Sendable {
 /// Endpoints on media this node has no transport for, that the policy forbids, or that are
 /// set up by negotiation (`MediumTraits.negotiated`) are left out.
 public enum LinkPaths {
+    /// The path a link to `host` on `medium` belongs to (as `select` keys it).
+    public static func key(medium: Medium, host: String) -> String {
+        medium.linkClass == .bluetooth ? "bluetooth/\(host.uppercased())" : "\(medium.rawValue)/\(host)"
+    }
+
     public static func select(_ endpoints: [TransportEndpoint], policy: LinkPolicy.Kind, media: Set<Medium>) -> [LinkPath] {
         let usable = endpoints.filter { e in
             // Negotiated media (Wi-Fi Direct) are reached through LINK_SETUP, never from discovery.
@@ -31,16 +36,8 @@ public enum LinkPaths {
         var paths: [LinkPath] = []
         let mediaWithIPv4 = Set(usable.filter { $0.medium.linkClass == .ip && !$0.host.contains(":") }.map(\.medium))
         for e in usable {
-            let key: String
-            switch e.medium.linkClass {
-            case .bluetooth:
-                key = "bluetooth/\(e.host.uppercased())"
-            case .ip:
-                if e.host.contains(":"), mediaWithIPv4.contains(e.medium) { continue }
-                key = "\(e.medium.rawValue)/\(e.host)"
-            case .other:
-                key = "\(e.medium.rawValue)/\(e.host)"
-            }
+            if e.medium.linkClass == .ip, e.host.contains(":"), mediaWithIPv4.contains(e.medium) { continue }
+            let key = Self.key(medium: e.medium, host: e.host)
             guard seen.insert(key).inserted else { continue }
             paths.append(LinkPath(endpoint: e, key: key))
         }

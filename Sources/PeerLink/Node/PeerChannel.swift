@@ -66,6 +66,25 @@ actor PeerChannel {
     /// The ids of the live links.
     func linkIDs() -> Set<LinkID> { Set(links.keys) }
 
+    /// The path each live link runs on (`LinkPaths.key`), from its remote address.
+    func linkPathKeys() -> [LinkID: String] {
+        var out: [LinkID: String] = [:]
+        for (id, l) in links {
+            let c = l.connection
+            let host: String
+            if let h = c.remoteHost {
+                host = h
+            } else if let first = c.remoteDescription.split(separator: " ").first {
+                // "AA:BB:…:FF channel 3", "memory://b-bt", "[fe80::1]%p2p-wlan0-0"
+                host = String(first.hasPrefix("memory://") ? first.dropFirst("memory://".count) : first)
+            } else {
+                continue
+            }
+            out[id] = LinkPaths.key(medium: l.medium, host: host)
+        }
+        return out
+    }
+
     // MARK: links
 
     func add(_ link: SecureLink) {

@@ -153,10 +153,14 @@ public final class Session: Sendable {
     }
 
     /// Tells the session about a peer's current discovery record: the link manager adds links
-    /// on paths that appeared (e.g. Wi-Fi found during a Bluetooth session). Only peers this
-    /// session invited have a link manager; others are ignored.
+    /// on paths that appeared (e.g. Wi-Fi found during a Bluetooth session). Both sides keep
+    /// links up: a peer that invited this one gets a link manager here as soon as its record
+    /// is known, and redials its paths too.
     public func update(_ peer: PeerInfo) async {
-        await managers.existing(peer.peerID)?.update(peer)
+        if let m = managers.existing(peer.peerID) { return await m.update(peer) }
+        guard let channel = registry.channel(for: peer.peerID), await channel.isAlive else { return }
+        let live = await channel.linkPathKeys()
+        await manager(for: peer.peerID).adopt(node: node, info: peer, live: live)
     }
 
     /// Feeds every found or updated record of `browser` to `update(_:)`.
