@@ -2,7 +2,8 @@ import Foundation
 
 /// `peerlink doctor`'s Wi-Fi Direct report: whether this machine can set up a Wi-Fi link
 /// with no router (Wi-Fi Direct, or a soft-AP as fallback), and if not, why and what to do.
-/// The lead wires it into `Doctor.run`; the checks come from `WiFiDirect.probe`.
+/// `peerlink doctor` adds it to `Doctor.run`'s reports; the checks come from
+/// `WiFiDirect.probe`.
 public enum DoctorWiFi {
     /// The medium's name in doctor output.
     public static let medium = "wifi-direct"
@@ -38,9 +39,10 @@ public enum DoctorWiFi {
                                       fix: nil))
         }
         if let first = reports.first {
-            checks.append(DoctorCheck(name: "wpa_supplicant", ok: first.supplicantRunning,
-                                      detail: first.supplicantRunning ? "running on D-Bus (fi.w1.wpa_supplicant1)" : first.supplicant,
-                                      fix: first.supplicantRunning ? nil : (first.p2p.fix ?? first.softAP.fix)))
+            let ok = first.supplicantRunning && first.supplicantAllowed
+            checks.append(DoctorCheck(name: "wpa_supplicant", ok: ok,
+                                      detail: ok ? "running on D-Bus (fi.w1.wpa_supplicant1)" : first.supplicant,
+                                      fix: ok ? nil : (first.p2p.fix ?? first.softAP.fix)))
         }
         for r in reports {
             checks.append(DoctorCheck(name: "\(r.interface) Wi-Fi Direct", ok: r.p2p.available, detail: r.p2p.detail, fix: r.p2p.fix))
