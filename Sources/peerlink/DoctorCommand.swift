@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import PeerLink
 
-struct DoctorCommand: ParsableCommand {
+struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Say which media work on this machine and, for each that does not, why and what to do.",
@@ -11,8 +11,11 @@ struct DoctorCommand: ParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
-    func run() throws {
-        let reports = Doctor.run()
+    @Option(name: .long, help: "The Wi-Fi radio to check for Wi-Fi Direct and soft-AP (default: every radio).")
+    var wifi: String?
+
+    func run() async throws {
+        let reports = Doctor.run() + [await DoctorWiFi.report(interface: wifi)]
         let out = Output(json: json)
         if json {
             let data = try JSONEncoder().encode(reports)
