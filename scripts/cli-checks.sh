@@ -70,7 +70,10 @@ check "trust add / list round trip" sh -c "'$bin' trust add $id laptop >/dev/nul
 chmod 644 "$work/cfg/identity.key"
 expect_error "a key readable by others is refused" "readable by other users.*chmod 600" id
 "$bin" doctor --json >"$work/doctor.json" 2>/dev/null
-check "doctor --json is a JSON array of media" python3 -c "import json,sys; d=json.load(open('$work/doctor.json')); sys.exit(0 if {m['medium'] for m in d} >= {'ip','bluetooth'} else 1)"
+check "doctor --json is a JSON array of media" python3 -c "import json,sys; d=json.load(open('$work/doctor.json')); sys.exit(0 if {m['medium'] for m in d} >= {'ip','bluetooth','wifi-direct'} else 1)"
+if ! ls -d /sys/class/net/*/phy80211 >/dev/null 2>&1; then
+    check "doctor: no Wi-Fi radio here, said with a fix" python3 -c "import json,sys; w=[m for m in json.load(open('$work/doctor.json')) if m['medium']=='wifi-direct'][0]; c=w['checks'][0]; sys.exit(0 if not w['usable'] and 'no Wi-Fi radio' in c['detail'] and c['fix'] else 1)"
+fi
 check "every command has --help" sh -c "for c in id doctor browse advertise chat send receive trust; do '$bin' \$c --help >/dev/null || exit 1; done"
 
 echo "$passed passed, $failed failed"

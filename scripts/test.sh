@@ -12,6 +12,8 @@
 #   6. the Bluetooth lab tests in the VM (scripts/test-bt.sh): transports, sessions, remote
 #      power-off, BlueZ browsing and advertising, discovery and the CLI over Bluetooth alone,
 #      adapter removal and bluetoothd restarts; same condition
+#   7. the Wi-Fi lab tests in the VM (scripts/test-wifi.sh): Wi-Fi Direct and soft-AP through
+#      wpa_supplicant on two hwsim radios, doctor's Wi-Fi section; same condition
 # Ends with one line "summary: N passed, M failed" counting test cases across the steps.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -97,6 +99,13 @@ if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
     SCRATCH=.build timeout --kill-after=10 900 "$here/test-bt.sh" 2>&1 | tee "$logs/bt-transports.log" | grep -E "^Test Case|error:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -40
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/bt-transports.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("bt-transports"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("bt-transports"); fi
+fi
+
+if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
+    step "Wi-Fi in the VM: Wi-Fi Direct group and soft-AP through wpa_supplicant, TCP over the air, doctor"
+    SCRATCH=.build timeout --kill-after=10 900 "$here/test-wifi.sh" 2>&1 | tee "$logs/wifi.log" | grep -E "^Test Case|error:|figure:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -40
+    line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/wifi.log" | tail -1)
+    if [ -z "$line" ]; then add 0 1; steps_failed+=("wifi"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("wifi"); fi
 fi
 
 echo

@@ -251,4 +251,45 @@ final class WiFiDirectParsingTests: XCTestCase {
         XCTAssertEqual(WiFiRadios.p2pDeviceAddress(for: "wlan1", devices: [devices[2]]), MACAddress("02:00:00:00:01:00"),
                        "without a P2P-device wdev the radio's own address is the device address")
     }
+
+    // MARK: interface combinations
+
+    /// `NL80211_ATTR_INTERFACE_COMBINATIONS` as the kernel nests it.
+    static func combinationsAttribute(_ combos: [(limits: [(max: UInt32, types: [UInt16])], total: UInt32, channels: UInt32)]) -> NetlinkMessages.Attribute {
+        func nest(_ type: UInt16, _ attrs: [NetlinkMessages.Attribute]) -> NetlinkMessages.Attribute {
+            NetlinkMessages.Attribute(type: type, payload: attrs.flatMap(NetlinkMessages.encode))
+        }
+        return nest(120, combos.enumerated().map { i, c in
+            nest(UInt16(i + 1), [
+                nest(1, c.limits.enumerated().map { k, l in nest(UInt16(k + 1), [.u32(1, l.max), nest(2, l.types.map { .flag($0) })]) }),
+                .u32(2, c.total), .u32(4, c.channels),
+            ])
+        })
+    }
+
+    func testInterfaceCombinations() throws {
+        // mac80211_hwsim: #{ IBSS } <= 1, #{ managed, AP, mesh point, P2P-client, P2P-GO } <= 2048, #{ P2P-device } <= 1, total <= 2050
+        let hwsim = Self.combinationsAttribute([(limits: [(1, [1]), (2048, [2, 3, 7, 8, 9]), (1, [10])], total: 2050, channels: 1)])
+        let combos = Nl80211.combinations(hwsim)
+        XCTAssertEqual(combos.count, 1)
+        XCTAssertTrue(combos[0].allows([.station, .p2pGroupOwner, .p2pDevice]))
+        XCTAssertFalse(combos[0].allows([.p2pDevice, .p2pDevice]), "one P2P device")
+        XCTAssertEqual(Nl80211.groupBesideStation(combos), true)
+        XCTAssertEqual(combos[0].description, "#{ IBSS } <= 1, #{ managed, AP, mesh point, P2P-client, P2P-GO } <= 2048, #{ P2P-device } <= 1, total <= 2050, #channels <= 1")
+        // A driver that runs one interface at a time whatever its type.
+        let single = Nl80211.combinations(Self.combinationsAttribute([(limits: [(1, [2, 3, 8, 9])], total: 1, channels: 1)]))
+        XCTAssertEqual(Nl80211.groupBesideStation(single), false)
+        // Station beside a P2P client only (no GO): not enough for PeerLink, which may own the group.
+        let clientOnly = Nl80211.combinations(Self.combinationsAttribute([(limits: [(1, [2]), (1, [8])], total: 2, channels: 1)]))
+        XCTAssertEqual(Nl80211.groupBesideStation(clientOnly), false)
+        XCTAssertNil(Nl80211.groupBesideStation(nil))
+        XCTAssertNil(Nl80211.groupBesideStation([]))
+        // Malformed entries are left out: no total, no limits, a limit of 0, unknown types only.
+        let bad = Self.combinationsAttribute([(limits: [(2, [2, 9])], total: 0, channels: 1), (limits: [], total: 2, channels: 1),
+                                              (limits: [(0, [2, 9])], total: 2, channels: 1), (limits: [(2, [99])], total: 2, channels: 1)])
+        XCTAssertEqual(Nl80211.combinations(bad), [])
+        // They reach the phy through the split dump.
+        let msg = NetlinkMessages.Message(type: 28, flags: 2, sequence: 1, command: 3, attributes: [.u32(1, 0), hwsim], errorCode: nil)
+        XCTAssertEqual(Nl80211.mergePhys([msg]).first?.combinations, combos)
+    }
 }

@@ -37,6 +37,21 @@ final class WiFiDirectRulesTests: XCTestCase {
         XCTAssertTrue(r.softAP.detail.contains("does not offer AP mode"), r.softAP.detail)
     }
 
+    func testDriverWhoseCombinationsKeepP2PFromTheStation() {
+        var f = facts()
+        f.combinations = [WiFiInterfaceCombination(limits: [.init(max: 1, types: [.station, .accessPoint, .p2pClient, .p2pGroupOwner])], total: 1, channels: 1)]
+        let r = RadioCapabilities.evaluate(f)
+        XCTAssertFalse(r.p2p.available)
+        XCTAssertTrue(r.p2p.detail.contains("interface combinations"), r.p2p.detail)
+        XCTAssertTrue(r.p2p.detail.contains("total <= 1"), r.p2p.detail)
+        XCTAssertEqual(r.interfaceCombinations, ["#{ managed, AP, P2P-client, P2P-GO } <= 1, total <= 1, #channels <= 1"])
+        f.combinations = [WiFiInterfaceCombination(limits: [.init(max: 2, types: [.station, .p2pClient, .p2pGroupOwner])], total: 2, channels: 1)]
+        XCTAssertTrue(RadioCapabilities.evaluate(f).p2p.available)
+        XCTAssertTrue(RadioCapabilities.evaluate(f).p2p.detail.hasPrefix("ready"), RadioCapabilities.evaluate(f).p2p.detail)
+        f.combinations = nil
+        XCTAssertTrue(RadioCapabilities.evaluate(f).p2p.detail.contains("no interface combinations"))
+    }
+
     func testDriverWithAPButNoP2P() {
         let r = RadioCapabilities.evaluate(facts(types: [.station, .accessPoint], supplicant: .managing(modes: ["infrastructure", "ap"]), p2p: .none))
         XCTAssertFalse(r.p2p.available)
@@ -69,6 +84,17 @@ final class WiFiDirectRulesTests: XCTestCase {
         let b = RadioCapabilities.evaluate(facts(supplicant: .busUnavailable("no socket")))
         XCTAssertFalse(b.p2p.available)
         XCTAssertTrue(b.p2p.detail.contains("D-Bus"), b.p2p.detail)
+        let denied = RadioCapabilities.evaluate(facts(supplicant: .notAllowed("Rejected send message")))
+        XCTAssertFalse(denied.p2p.available)
+        XCTAssertFalse(denied.softAP.available)
+        XCTAssertTrue(denied.supplicantRunning)
+        XCTAssertFalse(denied.supplicantAllowed)
+        XCTAssertTrue(denied.p2p.fix?.contains("netdev") ?? false, "\(denied.p2p)")
+        let doctor = DoctorWiFi.report(radios: [radio], reports: [denied], missing: nil, asked: nil)
+        XCTAssertEqual(doctor.checks.first { $0.name == "wpa_supplicant" }?.ok, false)
+        XCTAssertEqual(WiFiError(DBusFailure.call(name: "org.freedesktop.DBus.Error.AccessDenied", message: "Rejected"), method: "GetInterface"),
+                       .notPermitted("Rejected"))
+        XCTAssertTrue(WiFiError.notPermitted("Rejected").description.contains("usermod -aG netdev"))
         // The driver verdict wins over the daemon's: a radio without P2P stays without it.
         let d = RadioCapabilities.evaluate(facts(types: [.station], supplicant: .notRunning))
         XCTAssertTrue(d.p2p.detail.contains("driver"), d.p2p.detail)

@@ -39,9 +39,10 @@ public enum DoctorWiFi {
                                       fix: nil))
         }
         if let first = reports.first {
-            checks.append(DoctorCheck(name: "wpa_supplicant", ok: first.supplicantRunning,
-                                      detail: first.supplicantRunning ? "running on D-Bus (fi.w1.wpa_supplicant1)" : first.supplicant,
-                                      fix: first.supplicantRunning ? nil : (first.p2p.fix ?? first.softAP.fix)))
+            let ok = first.supplicantRunning && first.supplicantAllowed
+            checks.append(DoctorCheck(name: "wpa_supplicant", ok: ok,
+                                      detail: ok ? "running on D-Bus (fi.w1.wpa_supplicant1)" : first.supplicant,
+                                      fix: ok ? nil : (first.p2p.fix ?? first.softAP.fix)))
         }
         for r in reports {
             checks.append(DoctorCheck(name: "\(r.interface) Wi-Fi Direct", ok: r.p2p.available, detail: r.p2p.detail, fix: r.p2p.fix))

@@ -29,6 +29,8 @@ final class DBusObjectServer: @unchecked Sendable {
     private var disconnected = false
     private let finished = DispatchSemaphore(value: 0)
     private var running = false
+    /// Wakes the dispatch thread's poll (nil: it falls back to 100 ms timed reads).
+    private let wakeup = DBusWakeup()
 
     private final class Pending: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
@@ -42,6 +44,7 @@ final class DBusObjectServer: @unchecked Sendable {
     init(address: String? = nil) throws {
         raw = try DBusConnection.open(address: address)
         uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
+        wakeup?.install(on: raw)
         running = true
         let thread = Thread { [self] in loop() }
         thread.name = "peerlink-dbus-dispatch"
@@ -85,6 +88,7 @@ final class DBusObjectServer: @unchecked Sendable {
             stopping = true
             return w
         }
+        wakeup?.poke()
         if wait { finished.wait() }
     }
 
@@ -107,7 +111,8 @@ final class DBusObjectServer: @unchecked Sendable {
             return true
         }
         guard sent else { throw DBusFailure.busUnavailable("the connection is closed") }
-        dbus_connection_flush(raw)
+        // No flush here: libdbus wrote the message already, or it wakes the dispatch thread
+        // (DBusWakeup), which writes it.
         if p.done.wait(timeout: .now() + .milliseconds(timeoutMillis)) == .timedOut {
             let late: Bool = lock.withLock { pending.removeValue(forKey: serial) == nil }
             if late { p.done.wait() } else {
@@ -124,13 +129,23 @@ final class DBusObjectServer: @unchecked Sendable {
     // MARK: - Dispatch thread
 
     private func loop() {
+        var fd: Int32 = -1
+        let pollable = wakeup != nil && dbus_connection_get_unix_fd(raw, &fd) != 0 && fd >= 0
         while !lock.withLock({ stopping }) {
             while let msg = dbus_connection_pop_message(raw) {
                 handle(msg)
                 dbus_message_unref(msg)
             }
-            if dbus_connection_read_write(raw, 100) == 0 { break }  // disconnected
+            if pollable, let wakeup {
+                // Sleep outside libdbus, so other threads can write while nothing happens.
+                wakeup.wait(socket: fd, connection: raw, timeoutMillis: 1000)
+                if lock.withLock({ stopping }) { break }
+                if dbus_connection_read_write(raw, 0) == 0 { break }  // disconnected
+            } else if dbus_connection_read_write(raw, 100) == 0 {
+                break  // disconnected
+            }
         }
+        wakeup?.uninstall(from: raw)
         let waiting: [Pending] = lock.withLock {
             disconnected = true
             stopping = true

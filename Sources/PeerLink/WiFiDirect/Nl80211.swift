@@ -14,6 +14,8 @@ struct WirelessPhy: Sendable, Equatable {
     var index: Int
     var name: String
     var interfaceTypes: Set<WiFiInterfaceType>
+    /// Its valid interface combinations; nil when the driver reports none.
+    var combinations: [WiFiInterfaceCombination]? = nil
 }
 
 /// Reads radios and wireless devices from the kernel over nl80211 (what `iw list` and
@@ -51,6 +53,7 @@ enum Nl80211 {
                 if a.type == attrSupportedIftypes {
                     for t in a.nested { if let type = WiFiInterfaceType(rawValue: UInt32(t.type)) { phy.interfaceTypes.insert(type) } }
                 }
+                if a.type == attrInterfaceCombinations { phy.combinations = (phy.combinations ?? []) + combinations(a) }
             }
             byIndex[Int(idx)] = phy
         }

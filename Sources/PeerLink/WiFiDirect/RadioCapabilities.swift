@@ -35,6 +35,8 @@ public enum NetworkManagerStatus: Sendable, Equatable, Codable, CustomStringConv
 struct RadioFacts: Sendable, Equatable {
     enum Supplicant: Sendable, Equatable {
         case busUnavailable(String)
+        /// Running, but the bus's policy refuses this user's calls to it (the bus's words).
+        case notAllowed(String)
         case notRunning
         /// Running, but the interface is not one of its interfaces (yet).
         case notManaging
@@ -61,6 +63,9 @@ struct RadioFacts: Sendable, Equatable {
     var supplicant: Supplicant
     var p2pDevice: P2PDevice
     var networkManager: NetworkManagerStatus
+    /// The driver's valid interface combinations; nil when it reports none or nl80211 could
+    /// not be read.
+    var combinations: [WiFiInterfaceCombination]? = nil
 }
 
 /// Everything `peerlink doctor` and the upgrade need to know about one radio.
@@ -69,10 +74,14 @@ public struct WiFiRadioReport: Sendable, Codable, Equatable {
     public var phy: String?
     /// As `iw list` names them; nil when the kernel could not be asked.
     public var kernelInterfaceTypes: [String]?
+    /// The driver's valid interface combinations as `iw list` writes them; nil when none.
+    public var interfaceCombinations: [String]?
     /// One line on wpa_supplicant and this interface.
     public var supplicant: String
     /// Whether wpa_supplicant is on the bus.
     public var supplicantRunning: Bool
+    /// Whether this user may call it (D-Bus policy: root and group netdev on Debian).
+    public var supplicantAllowed: Bool
     /// Whether wpa_supplicant manages the interface now (PeerLink adds it when it is not).
     public var managedBySupplicant: Bool
     public var networkManager: NetworkManagerStatus
@@ -84,6 +93,10 @@ public struct WiFiRadioReport: Sendable, Codable, Equatable {
 
 /// The rules from facts to verdicts. Pure: every branch is tested on the host.
 enum RadioCapabilities {
+    static let permissionFix = "run PeerLink as root or as a member of group netdev (sudo usermod -aG netdev $USER, then log in again): wpa_supplicant's D-Bus policy (/etc/dbus-1/system.d/wpa_supplicant.conf) lets only those call it"
+
+    static func refused(_ s: RadioFacts.Supplicant) -> Bool { if case .notAllowed = s { return true } else { return false } }
+
     static func evaluate(_ f: RadioFacts) -> WiFiRadioReport {
         let name = f.interface
         let types = f.kernelTypes
@@ -96,6 +109,9 @@ enum RadioCapabilities {
         switch f.supplicant {
         case let .busUnavailable(why): supplicantLine = "D-Bus system bus unavailable (\(why))"
         case .notRunning: supplicantLine = "wpa_supplicant is not running (nothing owns fi.w1.wpa_supplicant1)"
+        case let .notAllowed(why):
+            running = true
+            supplicantLine = "wpa_supplicant runs but refuses this user (\(why))"
         case .notManaging:
             running = true
             supplicantLine = "wpa_supplicant runs and does not manage \(name) yet; PeerLink adds it (CreateInterface) when it needs it"
@@ -108,11 +124,17 @@ enum RadioCapabilities {
         let p2p: WiFiCapability
         let driverP2P = types.map { $0.contains(.p2pClient) && $0.contains(.p2pGroupOwner) }
         let driverAP = types.map { $0.contains(.accessPoint) }
+        let beside = Nl80211.groupBesideStation(f.combinations)
         if driverP2P == false {
             p2p = .no("the driver of \(name) (\(f.phy ?? "its phy")) does not offer P2P-GO and P2P-client interfaces (it offers: \(typeText))",
                       fix: "use a radio whose `iw list` shows P2P-GO and P2P-client under \"Supported interface modes\"")
+        } else if beside == false, let combos = f.combinations {
+            p2p = .no("the driver of \(name) lists P2P-GO and P2P-client, but none of its interface combinations lets a P2P group run beside \(name)'s station interface (\(combos.map(\.description).joined(separator: "; ")))",
+                      fix: "use a radio whose `iw list` \"valid interface combinations\" put managed and P2P-GO/P2P-client together, or the soft-AP fallback")
         } else if case let .busUnavailable(why) = f.supplicant {
             p2p = .no("cannot reach the D-Bus system bus (\(why))", fix: "start dbus (systemctl start dbus)")
+        } else if case let .notAllowed(why) = f.supplicant {
+            p2p = .no("this user may not call wpa_supplicant (\(why))", fix: Self.permissionFix)
         } else if f.supplicant == .notRunning {
             p2p = .no("wpa_supplicant is not running on D-Bus; PeerLink forms groups through it",
                       fix: "apt-get install wpasupplicant, then systemctl start wpa_supplicant (it must run with -u, as the packaged service does)")
@@ -124,8 +146,9 @@ enum RadioCapabilities {
                       fix: "use --wifi \(others.first ?? "that radio") for Wi-Fi Direct")
         } else {
             let how = managed ? "through wpa_supplicant's P2P device" : "once PeerLink adds \(name) to wpa_supplicant"
-            let note = driverP2P == nil ? " (driver capabilities unknown: nl80211 unreadable)" : ""
-            p2p = .yes("can form and join Wi-Fi Direct groups \(how)\(note)")
+            let note = driverP2P == nil ? " (driver capabilities unknown: nl80211 unreadable)"
+                : beside == nil ? " (the driver reports no interface combinations: a group may take \(name)'s place)" : ""
+            p2p = .yes("ready: can form and join Wi-Fi Direct groups \(how)\(note)")
         }
 
         // Soft-AP
@@ -135,6 +158,8 @@ enum RadioCapabilities {
                          fix: "use a radio whose `iw list` shows AP under \"Supported interface modes\"")
         } else if case let .busUnavailable(why) = f.supplicant {
             softAP = .no("cannot reach the D-Bus system bus (\(why))", fix: "start dbus (systemctl start dbus)")
+        } else if case let .notAllowed(why) = f.supplicant {
+            softAP = .no("this user may not call wpa_supplicant (\(why))", fix: Self.permissionFix)
         } else if f.supplicant == .notRunning {
             softAP = .no("wpa_supplicant is not running on D-Bus", fix: "systemctl start wpa_supplicant")
         } else if let m = modes, !m.contains("ap") {
@@ -144,11 +169,12 @@ enum RadioCapabilities {
             softAP = .no("NetworkManager manages \(name); a soft-AP would take the interface from it",
                          fix: "let NetworkManager run the hotspot (`nmcli device wifi hotspot`), or `nmcli device set \(name) managed no` on a node that needs no other Wi-Fi")
         } else {
-            softAP = .yes("can run a WPA2-PSK access point on \(name) (it leaves any network \(name) is on while the AP runs)")
+            softAP = .yes("ready: can run a WPA2-PSK access point on \(name) (it leaves any network \(name) is on while the AP runs)")
         }
 
-        return WiFiRadioReport(interface: name, phy: f.phy, kernelInterfaceTypes: typeList, supplicant: supplicantLine,
-                               supplicantRunning: running, managedBySupplicant: managed, networkManager: f.networkManager,
+        return WiFiRadioReport(interface: name, phy: f.phy, kernelInterfaceTypes: typeList,
+                               interfaceCombinations: f.combinations.map { $0.map(\.description) }, supplicant: supplicantLine,
+                               supplicantRunning: running, supplicantAllowed: !Self.refused(f.supplicant), managedBySupplicant: managed, networkManager: f.networkManager,
                                p2p: p2p, softAP: softAP)
     }
 }

@@ -151,7 +151,8 @@ public final class WiFiDirect: @unchecked Sendable {
         let devices = (try? Nl80211.devices()) ?? nil
         let phys = (try? Nl80211.phys()) ?? nil
         let phyName = WiFiRadios.read("\(sysClassNet)/\(radio)/phy80211/name")
-        let types = phys?.first { $0.name == phyName }?.interfaceTypes
+        let phy = phys?.first { $0.name == phyName }
+        let types = phy?.interfaceTypes
         var supplicant: RadioFacts.Supplicant
         var nm = NetworkManagerStatus.unknown("not asked: no D-Bus")
         var managedNames: [String]?
@@ -172,10 +173,12 @@ public final class WiFiDirect: @unchecked Sendable {
             supplicant = .busUnavailable(why)
         } catch WiFiError.supplicantNotRunning {
             supplicant = .notRunning
+        } catch let WiFiError.notPermitted(why) {
+            supplicant = .notAllowed(why)
         }
         let facts = RadioFacts(interface: radio, phy: phyName, kernelTypes: types, supplicant: supplicant,
                                p2pDevice: WiFiRadios.p2pDevice(for: radio, devices: devices, supplicantInterfaces: managedNames),
-                               networkManager: nm)
+                               networkManager: nm, combinations: phy?.combinations)
         return RadioCapabilities.evaluate(facts)
     }
 

@@ -5,6 +5,8 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
     case busUnavailable(String)
     /// The bus works but nothing owns `fi.w1.wpa_supplicant1`.
     case supplicantNotRunning
+    /// wpa_supplicant runs but the bus's policy refuses this user's calls (the bus's words).
+    case notPermitted(String)
     /// No network interface of that name, or it is not a Wi-Fi radio.
     case noSuchRadio(String)
     /// The machine has no Wi-Fi radio at all.
@@ -30,6 +32,8 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot reach the D-Bus system bus (\(why)); start dbus (systemctl start dbus)"
         case .supplicantNotRunning:
             return "wpa_supplicant is not running on D-Bus (nothing owns fi.w1.wpa_supplicant1); start it with `systemctl start wpa_supplicant` (Debian package wpasupplicant)"
+        case let .notPermitted(why):
+            return "this user may not call wpa_supplicant (\(why)); \(RadioCapabilities.permissionFix)"
         case let .noSuchRadio(name):
             return "\(name) is not a Wi-Fi radio on this machine (no /sys/class/net/\(name)/phy80211); `iw dev` lists the radios"
         case .noRadio:
@@ -56,6 +60,7 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
         switch f {
         case let .busUnavailable(why): self = .busUnavailable(why)
         case _ where f.isServiceUnknown: self = .supplicantNotRunning
+        case let .call(name, message) where name == "org.freedesktop.DBus.Error.AccessDenied": self = .notPermitted(message)
         case let .call(name, message): self = .call(method: method, name: name, message: message)
         }
     }

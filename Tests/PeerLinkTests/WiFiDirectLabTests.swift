@@ -1,0 +1,177 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// Wi-Fi Direct and soft-AP for real, in the lab VM (`scripts/test-wifi.sh`): two
+/// mac80211_hwsim radios, each with its own wpa_supplicant on its own bus, started as
+/// Debian's service starts it (D-Bus only, no interface). Node A (wlan0) forms, node B (wlan1)
+/// joins with the credentials A hands over (in the product they travel inside the Noise
+/// session), TCP crosses the simulated air between their IPv6 link-local addresses, A leaves,
+/// B hears the group end, and wpa_supplicant is left as PeerLink found it. Skipped unless
+/// `PEERLINK_LAB=1` and `PEERLINK_LAB_RADIOS` ≥ 2.
+final class WiFiDirectLabTests: XCTestCase {
+    /// Bytes copied over each group (raw TCP): enough to see the radio's counters move and to
+    /// time the copy, small enough for the emulated CPU.
+    let payload = 16 << 20
+
+    func test1WiFiDirectGroupCarriesTCPAndIsTornDown() async throws {
+        let (a, b) = try nodes()
+        XCTAssertEqual(try a.supplicantInterfaces(), [], "wpa_supplicant starts with no interface, as the packaged service does")
+
+        let t0 = Date()
+        let owner = try await a.wifi.formGroup(interface: a.radio, frequency: 2412)
+        let formed = Date().timeIntervalSince(t0)
+        wifiFigure(String(format: "p2p form (A, GO): %.2f s total: %@", formed, describe(owner.timings)))
+        XCTAssertEqual(owner.role, .groupOwner)
+        XCTAssertTrue(owner.interface.hasPrefix("p2p-\(a.radio)-"), owner.interface)
+        XCTAssertTrue(owner.linkLocalAddress.hasPrefix("fe80:"), owner.linkLocalAddress)
+        XCTAssertEqual(owner.credentials.kind, .p2pGroup)
+        XCTAssertEqual(owner.credentials.frequency, 2412)
+        XCTAssertTrue(owner.credentials.ssid.hasPrefix("DIRECT-"), owner.credentials.ssid)
+        XCTAssertNoThrow(try owner.credentials.validate())
+        XCTAssertNotNil(owner.credentials.ownerDeviceAddress, "hwsim has a P2P-device wdev: its address lets B find A on one channel")
+
+        // The credentials cross "the session" (here: in-process, through their Codable form).
+        let handed = try JSONDecoder().decode(WiFiCredentials.self, from: JSONEncoder().encode(owner.credentials))
+        let t1 = Date()
+        let client = try await b.wifi.joinGroup(interface: b.radio, credentials: handed)
+        let joined = Date().timeIntervalSince(t1)
+        wifiFigure(String(format: "p2p join (B, client): %.2f s total: %@", joined, describe(client.timings)))
+        XCTAssertEqual(client.role, .p2pClient)
+        XCTAssertEqual(client.joinMethod, .p2pClient)
+        XCTAssertTrue(client.interface.hasPrefix("p2p-\(b.radio)-"), client.interface)
+        XCTAssertTrue(client.timings.contains { $0.step == .findOwner }, "B looked for A on the group's channel first")
+
+        try await assertTCPCrossesTheAir(server: owner, client: client, label: "p2p")
+
+        // A leaves; B hears the group end.
+        let events = b.wifi.events(of: client)
+        let t2 = Date()
+        await a.wifi.leave(owner)
+        let ended = await firstEnd(of: events, timeout: 30)
+        wifiFigure(String(format: "p2p: B saw the group end %.2f s after A began leaving (%@)", Date().timeIntervalSince(t2),
+                          ended.map { "\($0)" } ?? "no event"))
+        XCTAssertNotNil(ended, "B heard nothing within 30 s of A leaving")
+        XCTAssertFalse(a.wifi.isActive(owner))
+        await b.wifi.leave(client)
+        XCTAssertFalse(b.wifi.isActive(client))
+        try assertLeftAsFound(a, b)
+    }
+
+    func test2SoftAPCarriesTCPAndIsTornDown() async throws {
+        let (a, b) = try nodes()
+        let t0 = Date()
+        let ap = try await a.wifi.startSoftAP(interface: a.radio, frequency: 2437)
+        wifiFigure(String(format: "soft-AP start (A): %.2f s total: %@", Date().timeIntervalSince(t0), describe(ap.timings)))
+        XCTAssertEqual(ap.role, .accessPoint)
+        XCTAssertEqual(ap.interface, a.radio)
+        XCTAssertEqual(ap.credentials.kind, .softAP)
+        XCTAssertNoThrow(try ap.credentials.validate())
+
+        let t1 = Date()
+        let station = try await b.wifi.joinGroup(interface: b.radio, credentials: ap.credentials)
+        wifiFigure(String(format: "soft-AP join (B, station): %.2f s total: %@", Date().timeIntervalSince(t1), describe(station.timings)))
+        XCTAssertEqual(station.role, .station)
+        XCTAssertEqual(station.interface, b.radio)
+
+        try await assertTCPCrossesTheAir(server: ap, client: station, label: "soft-AP")
+
+        let events = b.wifi.events(of: station)
+        let t2 = Date()
+        await a.wifi.leave(ap)
+        let ended = await firstEnd(of: events, timeout: 30)
+        wifiFigure(String(format: "soft-AP: B saw the AP go %.2f s after A began leaving (%@)", Date().timeIntervalSince(t2),
+                          ended.map { "\($0)" } ?? "no event"))
+        XCTAssertNotNil(ended, "B heard nothing within 30 s of the AP stopping")
+        await b.wifi.leave(station)
+        try assertLeftAsFound(a, b)
+    }
+
+    /// A radio that is not there, and a radio whose wpa_supplicant cannot give it P2P (one
+    /// P2P device per wpa_supplicant process, already on wlan0): clear errors with reasons,
+    /// and nothing left behind in wpa_supplicant.
+    func test3RadiosWithoutP2PGiveClearErrors() async throws {
+        let (a, b) = try nodes()
+        do {
+            _ = try await a.wifi.formGroup(interface: "wlan7")
+            XCTFail("formed a group on a radio that does not exist")
+        } catch {
+            XCTAssertEqual(error as? WiFiError, .noSuchRadio("wlan7"))
+            labLog("no such radio: \(error)")
+        }
+
+        let owner = try await a.wifi.formGroup(interface: a.radio)
+        do {
+            _ = try await a.wifi.formGroup(interface: b.radio)
+            XCTFail("a second P2P group from the same wpa_supplicant on another radio")
+        } catch let WiFiError.unsupported(interface, why) {
+            XCTAssertEqual(interface, b.radio)
+            XCTAssertTrue(why.contains(a.radio) || why.contains("P2P"), why)
+            labLog("radio without P2P: \(WiFiError.unsupported(interface: interface, why: why))")
+        }
+        // Removing the interface the failed attempt added would end every P2P group of that
+        // wpa_supplicant: it stays until the owner's group is left.
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "/sys/class/net/\(owner.interface)"), "A's group survived the failed attempt")
+        XCTAssertEqual(try a.supplicantInterfaces().filter { $0.hasPrefix("p2p-") }, [owner.interface])
+        let report = try await a.wifi.probe(interface: b.radio)
+        XCTAssertFalse(report.p2p.available, report.p2p.detail)
+        labLog("probe of \(b.radio) through A's wpa_supplicant: \(report.p2p.detail)")
+        await a.wifi.leave(owner)
+        try assertLeftAsFound(a, b)
+    }
+
+    // MARK: - Checks
+
+    /// Nodes A and B; whatever a failed test left set up is left before the next test.
+    func nodes() throws -> (WiFiLabNode, WiFiLabNode) {
+        let a = try WiFiLabNode.lab(0), b = try WiFiLabNode.lab(1)
+        addTeardownBlock { @Sendable in
+            await a.wifi.leaveAll()
+            await b.wifi.leaveAll()
+        }
+        return (a, b)
+    }
+
+    /// B dials A's link-local address with its socket bound to its own group interface and
+    /// copies `payload` bytes; the bytes must show up on B's radio counter (not on loopback).
+    func assertTCPCrossesTheAir(server: WiFiGroup, client: WiFiGroup, label: String) async throws {
+        let listener = try LinkLocalSockets.listen(interface: server.interface)
+        defer { listener.close() }
+        let txBefore = try interfaceCounter(client.interface, "tx_bytes")
+        let rxBefore = try interfaceCounter(server.interface, "rx_bytes")
+        let loBefore = try interfaceCounter("lo", "tx_bytes")
+        let t0 = Date()
+        async let accepted = listener.accept(timeout: 20)
+        let fd = try await LinkLocalSockets.connect(to: server.linkLocalAddress, port: listener.port, interface: client.interface)
+        defer { close(fd) }
+        let (peerFD, peer) = try await accepted
+        defer { close(peerFD) }
+        wifiFigure(String(format: "%@: TCP connect [%@]:%d from %@ in %.3f s (peer %@)", label,
+                          LinkLocalSockets.scoped(server.linkLocalAddress, interface: client.interface), Int(listener.port),
+                          client.interface, Date().timeIntervalSince(t0), peer))
+        XCTAssertTrue(peer.hasPrefix(client.linkLocalAddress), "A sees B's link-local address: \(peer) vs \(client.linkLocalAddress)")
+
+        let (secs, intact) = try await copyOverTCP(sender: fd, receiver: peerFD, count: payload)
+        XCTAssertTrue(intact, "every byte arrived in order")
+        let tx = try interfaceCounter(client.interface, "tx_bytes") - txBefore
+        let rx = try interfaceCounter(server.interface, "rx_bytes") - rxBefore
+        let lo = try interfaceCounter("lo", "tx_bytes") - loBefore
+        wifiFigure(String(format: "%@: %d MiB raw TCP B->A in %.2f s = %.2f MB/s; %@ tx +%llu, %@ rx +%llu, lo tx +%llu", label,
+                          payload >> 20, secs, Double(payload) / secs / 1e6, client.interface, tx, server.interface, rx, lo))
+        XCTAssertGreaterThanOrEqual(tx, UInt64(payload), "the bytes left through B's radio")
+        XCTAssertGreaterThanOrEqual(rx, UInt64(payload), "the bytes came in through A's radio")
+        XCTAssertLessThan(lo, UInt64(payload / 16), "the copy did not go through loopback")
+    }
+
+    /// Everything PeerLink added to either wpa_supplicant is gone, and so are the group
+    /// interfaces.
+    func assertLeftAsFound(_ a: WiFiLabNode, _ b: WiFiLabNode, file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try a.supplicantInterfaces(), [], "A's wpa_supplicant", file: file, line: line)
+        XCTAssertEqual(try b.supplicantInterfaces(), [], "B's wpa_supplicant", file: file, line: line)
+        let groups = try FileManager.default.contentsOfDirectory(atPath: "/sys/class/net").filter { $0.hasPrefix("p2p-") }
+        XCTAssertEqual(groups, [], "group interfaces left", file: file, line: line)
+        let devices = (try Nl80211.devices()) ?? []
+        XCTAssertEqual(devices.filter { $0.type != .station }.map { "\($0.interfaceName ?? "wdev") \($0.type.map { "\($0)" } ?? "?")" }, [],
+                       "only the radios' own station interfaces remain", file: file, line: line)
+    }
+}
