@@ -45,7 +45,6 @@ expect_error "unknown medium to avoid" "--avoid 'radio' is not known; use ip or 
 expect_error "unknown media" "is not known; use one of: auto, ip, bluetooth, wifi-direct, all" browse --service demo --media carrier-pigeon
 expect_error "wifi-direct alone" "negotiated inside a session on another medium" browse --service demo --media wifi-direct
 expect_error "--wifi without wifi-direct" "--wifi needs --media wifi-direct, all or auto" browse --service demo --media ip --wifi wlan0
-check "doctor has a wifi-direct section that names what is missing" sh -c "'$bin' doctor 2>&1 | grep -qE '^wifi-direct: (usable|NOT usable)' && '$bin' doctor --json 2>/dev/null | grep -q '\"medium\":\"wifi-direct\"'"
 expect_error "auto in a list" "auto and all stand alone" browse --service demo --media auto,ip
 expect_error "send: missing file" "no such file" send "$work/nope.bin" --to alpha
 expect_error "send: a directory" "is a directory" send "$work" --to alpha

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs PeerLink's Wi-Fi Direct and soft-AP tests on real components in the lab VM: two
+# Runs PeerLink's Wi-Fi Direct and soft-AP tests on real components in the lab VM, and the
+# upgrade end to end (a Bluetooth session negotiating a Wi-Fi Direct group for a file,
+# WiFiDirectUpgradeLabTests, with bluetoothd and two btvirt controllers as well): two
 # mac80211_hwsim radios, each with its own wpa_supplicant on D-Bus started as Debian's
 # wpa_supplicant.service starts it (scripts/bt-lab.sh --radios 2, Hardware/bt-lab/
 # guest-wifi.sh). Builds the test bundle on the host, boots the VM, runs the Wi-Fi lab XCTest
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${WIFI_TIMEOUT:-600}
-FILTER="PeerLinkTests.WiFiDirectLabTests,PeerLinkTests.DoctorWiFiLabTests"
+FILTER="PeerLinkTests.WiFiDirectLabTests,PeerLinkTests.DoctorWiFiLabTests,PeerLinkTests.WiFiDirectUpgradeLabTests"
 LAB_ARGS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -41,7 +43,7 @@ BUNDLE=$(swift build --scratch-path "$SCRATCH" --show-bin-path)/PeerLinkPackageT
 
 OUT=$(mktemp "${TMPDIR:-/tmp}/peerlink-test-wifi.XXXXXX")
 trap 'rm -f "$OUT"' EXIT
-# Two controllers are the lab's minimum; no btmon (nothing here uses Bluetooth).
+# Two controllers (the upgrade tests' Bluetooth session); no btmon (it costs CPU in the VM).
 scripts/bt-lab.sh run --controllers 2 --radios 2 --no-trace --timeout "$TIMEOUT" "${LAB_ARGS[@]}" -- \
     "$BUNDLE" "$FILTER" 2>&1 | tee "$OUT"
 STATUS=${PIPESTATUS[0]}

@@ -146,8 +146,12 @@ public struct LinkPolicy: Sendable, Equatable {
             case (.lowestLatency, _):
                 tier = 0; measure = rtt; why = "lowest round-trip time (\(l.rttMillis.map { "\($0) ms" } ?? "not measured"))"
             case (.bluetoothFirst, .bulk), (.wifiFirst, .bulk), (.bluetoothOnly, .bulk), (.ipOnly, .bulk):
-                tier = 0; measure = 1 / speed
-                why = "fastest link for bulk (\(Int(speed / 1000)) kB/s\(l.maxFrame.map { " in frames of \($0) bytes" } ?? ""))"
+                // A link negotiated for bulk (Wi-Fi Direct) carries it while it is up and well:
+                // an idle link's throughput is not measured, so speeds would not compare.
+                tier = l.negotiated ? 0 : 1; measure = 1 / speed
+                why = l.negotiated
+                    ? "negotiated for bulk (\(Int(speed / 1000)) kB/s\(l.maxFrame.map { " in frames of \($0) bytes" } ?? ""))"
+                    : "fastest link for bulk (\(Int(speed / 1000)) kB/s\(l.maxFrame.map { " in frames of \($0) bytes" } ?? ""))"
             case (.bluetoothFirst, _):
                 tier = l.linkClass == .bluetooth ? 0 : 1; measure = rtt
                 why = l.linkClass == .bluetooth ? "Bluetooth first" : "fallback: no usable Bluetooth link"
