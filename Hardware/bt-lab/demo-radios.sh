@@ -12,8 +12,10 @@ stamp() { while IFS= read -r line; do printf '%6.2f s  %s\n' "$(( $(date +%s%N) 
 say() { printf '\n\033[1m[demo] %s\033[0m\n' "$*"; }
 export PEERLINK_RUNTIME_DIR=$work/run
 mkdir -p "$work/run" && chmod 700 "$work/run"
-alpha() { env PEERLINK_CONFIG_DIR="$work/cfg-a" PEERLINK_WPA_SUPPLICANT_BUS="$PEERLINK_LAB_WIFI0_BUS" "$bin" "$@"; }
-beta() { env PEERLINK_CONFIG_DIR="$work/cfg-b" PEERLINK_WPA_SUPPLICANT_BUS="$PEERLINK_LAB_WIFI1_BUS" "$bin" "$@"; }
+# Line-buffered, so each line is stamped when it is printed; progress bars (\r) become lines.
+alpha() { env PEERLINK_CONFIG_DIR="$work/cfg-a" PEERLINK_WPA_SUPPLICANT_BUS="$PEERLINK_LAB_WIFI0_BUS" stdbuf -oL "$bin" "$@"; }
+beta() { env PEERLINK_CONFIG_DIR="$work/cfg-b" PEERLINK_WPA_SUPPLICANT_BUS="$PEERLINK_LAB_WIFI1_BUS" stdbuf -oL "$bin" "$@"; }
+tidy() { tr '\r' '\n' | grep --line-buffered -v '^\s*$' | grep --line-buffered -vE '\] +[0-9]+% '; }
 alpha id --set-name alpha >/dev/null; beta id --set-name beta >/dev/null
 
 say "what each node can do (peerlink doctor, Wi-Fi part)"
@@ -22,13 +24,13 @@ say "no IP network in common: $(ip -br addr | grep -c 'UP.*inet ') interfaces wi
 
 say "alpha receives over Bluetooth (hci1) with Wi-Fi Direct upgrades on $PEERLINK_LAB_WIFI0"
 alpha receive --service radios --media bluetooth,wifi-direct --adapter hci1 --wifi "$PEERLINK_LAB_WIFI0" \
-    --dir "$work/inbox" --accept-all --count 1 2>&1 | stamp >"$work/alpha.log" &
+    --dir "$work/inbox" --accept-all --count 1 2>&1 | tidy | stamp >"$work/alpha.log" &
 rx=$!
 head -c $((32 << 20)) /dev/urandom >"$work/survey.bin"
 sleep 3
 say "beta sends 32 MiB over Bluetooth (hci0) with Wi-Fi Direct upgrades on $PEERLINK_LAB_WIFI1"
 beta send "$work/survey.bin" --to alpha --service radios --media bluetooth,wifi-direct --adapter hci0 --wifi "$PEERLINK_LAB_WIFI1" \
-    2>&1 | tr '\r' '\n' | grep -v '^\s*$' | grep -vE '[0-9]+%' | stamp | tee "$work/beta.log"
+    2>&1 | tidy | stamp | tee "$work/beta.log"
 wait "$rx"
 say "alpha's side"
 cat "$work/alpha.log"

@@ -29,6 +29,9 @@ final class LinkUpgradeTests: XCTestCase {
         XCTAssertEqual(propose.map(\.step), [.propose])
         b.received(propose[0], now: 10)
         let answer = b.takeActions()
+        let heard = answer.compactMap { if case let .event(e) = $0 { return e }; return nil }.first
+        XCTAssertEqual(heard?.step, .receivedProposal)
+        XCTAssertEqual(heard?.sinceLastStep, 0, "the first step of the receiving side")
         XCTAssertEqual(sent(answer).map(\.step), [.accept])
         XCTAssertEqual(b.phase, .awaitingHost)
         a.received(sent(answer)[0], now: 20)
@@ -39,6 +42,10 @@ final class LinkUpgradeTests: XCTestCase {
         XCTAssertEqual(ready.map(\.step), [.ready])
         b.received(ready[0], now: 1010)
         let join = b.takeActions()
+        let readyEvent = join.compactMap { if case let .event(e) = $0 { return e }; return nil }.first
+        XCTAssertEqual(readyEvent?.step, .ready)
+        XCTAssertEqual(readyEvent?.sinceLastStep, 1000, "waiting for the host took from the acceptance (10 ms) to 1010 ms")
+        XCTAssertEqual(readyEvent?.sinceProposal, 1000)
         XCTAssertTrue(join.contains(.join(id: propose[0].id, medium: "wifi-direct", parameters: [.init("ssid", string: "DIRECT-xy")])))
         b.linkUp(propose[0].id, now: 2000)
         a.linkUp(propose[0].id, now: 2000)

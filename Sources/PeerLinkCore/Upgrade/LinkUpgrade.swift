@@ -207,8 +207,8 @@ public struct LinkUpgrade: Sendable {
         case .ready:
             guard let c = current, c.id == m.id, phase == .awaitingHost else { return }
             phase = .joining
-            stepAt = now
             note(.ready, "", now)
+            stepAt = now
             actions.append(.join(id: c.id, medium: c.medium, parameters: m.parameters))
         case .failed, .teardown:
             guard let c = current, c.id == m.id, phase != .idle else { return }
@@ -246,6 +246,7 @@ public struct LinkUpgrade: Sendable {
         }
         current = (m.id, m.medium, nil)
         proposedAt = now
+        stepAt = now
         lastBulk = now
         note(.receivedProposal, m.text, now)
         actions.append(.send(LinkSetup(id: m.id, step: .accept, medium: m.medium, parameters: [.init("role", [proposerRole.rawValue])])))
