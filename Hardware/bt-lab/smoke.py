@@ -464,8 +464,8 @@ def _discovery():
             stop()
     finally:
         set_discoverable(False)
-        # bluetoothd turns 'connectable' off together with discoverable; raw-socket peers need
-        # hci1 to keep page scan on.
+        # bluetoothd turns 'connectable' off together with discoverable; the raw-socket checks
+        # need hci1 connectable (see main).
         btmgmt(1, "connectable", "on")
     return f"{want} after {dt:.1f}s"
 
@@ -477,6 +477,10 @@ ORDER = ["environment", "dbus: both", "dbus: BR/EDR", "rfcomm: hci0", "rfcomm: s
 
 def main():
     only = sys.argv[1:]      # optional name prefixes to run a subset
+    # These checks test the kernel's stack with raw sockets, not PeerLink: they make hci1
+    # connectable themselves (bluetoothd as shipped turns that off; a PeerLink advertiser
+    # turns it on through bluetoothd, which BluetoothCLILabTests checks).
+    btmgmt(1, "connectable", "on")
     for name, fn in sorted(CHECKS, key=lambda c: next(i for i, p in enumerate(ORDER) if c[0].startswith(p))):
         if not only or any(name.startswith(p) for p in only):
             run_check(name, fn)

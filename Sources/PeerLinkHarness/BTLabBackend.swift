@@ -83,6 +83,9 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     /// receiver's port is known.
     private let wifiShape: (delay: Int, bytesPerSecond: Int)?
     private var relay: DelayRelay?
+    /// Keeps the receiver's controller connectable (bluetoothd turns that off; the receiver
+    /// listens without advertising), as an application does through PeerLink.
+    private let reachability: BluetoothReachability?
 
     init(_ scenario: Scenario, controllers: [Int: String], first: Int) throws {
         senderIndex = first
@@ -90,6 +93,13 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         senderAddress = controllers[first] ?? ""
         receiverAddress = controllers[first + 1] ?? ""
         wifiShape = scenario.links.first { $0.kind == .wifi && ($0.delay > 0 || $0.bandwidth > 0) }.map { ($0.delay, $0.bandwidth) }
+        if scenario.links.contains(where: { $0.kind == .bluetooth }) {
+            let r = BluetoothReachability(adapterPath: "hci\(first + 1)")
+            try r.ensure()
+            reachability = r
+        } else {
+            reachability = nil
+        }
         if scenario.links.contains(where: { $0.kind == .wifi }) {
             _ = try? Self.sh("ip", "link", "del", interface)
             _ = try? Self.sh("nft", "delete", "table", "inet", table)
@@ -215,6 +225,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         trace("tear down")
         defer { trace("torn down") }
         if lock.withLock({ poweredOff }) { try? power(true) }
+        reachability?.release()
         lock.withLock { relay }?.close()
         _ = try? Self.sh("nft", "delete", "table", "inet", table)
         _ = try? Self.sh("ip", "link", "del", interface)
@@ -234,7 +245,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
 
     private func power(_ on: Bool) throws {
         try Self.sh("btmgmt", "--index", String(receiverIndex), "power", on ? "on" : "off")
-        if on { try Self.sh("btmgmt", "--index", String(receiverIndex), "connectable", "on") }
+        if on { try reachability?.ensure() }  // bluetoothd turned connectable off with the power
         lock.withLock { poweredOff = !on }
     }
 

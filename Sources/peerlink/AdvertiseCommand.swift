@@ -114,7 +114,7 @@ struct ReceiveCommand: AsyncParsableCommand {
                 }
                 if let count, done >= count {
                     try? await Task.sleep(nanoseconds: 300_000_000)  // let the verdict reach the sender
-                    await host.session.disconnect()
+                    await host.finish()
                     return
                 }
             default:

@@ -43,7 +43,7 @@ struct ChatCommand: AsyncParsableCommand {
                 if peers.isEmpty { host.output.note("no peer is connected yet; not sent"); continue }
                 do { try await session.send(Array(line.utf8), to: peers) } catch { host.output.note("not sent: \(error)") }
             }
-            await session.disconnect()
+            await host.finish()
         }
     }
 

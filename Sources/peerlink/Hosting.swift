@@ -29,8 +29,15 @@ struct Hosting {
                  ["event": "advertising", "service": service.name, "peer": node.peerID.description, "name": node.displayName])
         Task { for await n in adv.notices { out.emit("note: \(n)", ["event": "notice", "text": n]) } }
         Task { await h.answerInvitations(accept) }
-        installSignalHandlers { await session.disconnect(); await adv.stop() }
+        installSignalHandlers { await h.finish() }
         return h
+    }
+
+    /// Leaves the session and stops advertising, which puts back what advertising changed
+    /// (a Bluetooth adapter made connectable).
+    func finish() async {
+        await session.disconnect()
+        await advertiser.stop()
     }
 
     private func answerInvitations(_ accept: AcceptOptions) async {

@@ -31,7 +31,6 @@ final class BlueZLabTests: XCTestCase {
         addTeardownBlock { [self] in
             btmgmt(1, "rm-adv", "1")
             btmgmt(0, "power", "on")
-            btmgmt(0, "connectable", "on")
         }
 
         let events = AsyncStream<BlueZBrowser.Event>.makeStream()
@@ -88,7 +87,6 @@ final class BlueZLabTests: XCTestCase {
         let before = try XCTUnwrap(activeInstances(), "hci1 has LEAdvertisingManager1")
         addTeardownBlock { [self] in
             btmgmt(1, "power", "on")
-            for i in 0..<4 { btmgmt(i, "connectable", "on"); btmgmt(i, "bondable", "on") }
         }
 
         let notices = Log<String>()
@@ -168,7 +166,6 @@ final class BlueZLabTests: XCTestCase {
             let registered = notices.next(within: 40) { $0.contains("registered again") }
             XCTAssertTrue(registered, "the advertiser registers again with the new bluetoothd")
             say("registered again after \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
-            for i in 0..<4 { btmgmt(i, "connectable", "on"); btmgmt(i, "bondable", "on") }
             XCTAssertEqual(activeInstances(), 1, "the new bluetoothd advertises PeerLink's advert on hci1")
             forgetHci1OnHci0()
             ok = next("found after the bluetoothd restart", seen)

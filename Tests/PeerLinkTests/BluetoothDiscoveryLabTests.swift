@@ -30,6 +30,13 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let report = Doctor.bluetooth()
         for c in report.checks { labLog("doctor: \(c.ok ? "ok  " : "FAIL") \(c.name): \(c.detail)") }
         XCTAssertTrue(report.usable, "\(report.checks.filter { !$0.ok })")
+        // Against bluetoothd as shipped, every adapter gets a reachability line; hci9 (the CLI
+        // test's receiver, used by nothing before it) is not connectable until it advertises.
+        let reach = report.checks.filter { $0.name.hasSuffix(" reachable") }
+        XCTAssertEqual(reach.count, Int(env["PEERLINK_LAB_CONTROLLERS"] ?? "") ?? reach.count, "\(report.checks.map(\.name))")
+        if let hci9 = report.checks.first(where: { $0.name == "hci9 reachable" }) {
+            XCTAssertTrue(hci9.detail.hasPrefix("not connectable now"), hci9.detail)
+        }
         let discovery = try XCTUnwrap(report.checks.first { $0.name == "PeerLink Bluetooth discovery" })
         XCTAssertTrue(discovery.detail.contains("LE advertising"), discovery.detail)
         // The lab's bluetoothd runs with -f /run/bt-lab/main.conf, which sets TemporaryTimeout.
@@ -90,8 +97,6 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let t0 = Date()
         try restartBluetoothd()
         labLog(String(format: "bluetoothd restarted and adapters back after %.2f s", Date().timeIntervalSince(t0)))
-        try labBtmgmt(index: 6, ["connectable", "on"])
-        try labBtmgmt(index: 7, ["connectable", "on"])
         let lost = try await events.waitFor(30, after: t0) { e -> Bool? in
             if case let .lost(p) = e, p == a.peerID { return true }
             return nil
@@ -183,7 +188,6 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let cycled = Date()
         try labBtmgmt(index: 8, ["power", "off"])
         try labBtmgmt(index: 8, ["power", "on"])
-        try labBtmgmt(index: 8, ["connectable", "on"])
         labLog(String(format: "%@ powered off and on in %.2f s", name, Date().timeIntervalSince(cycled)))
         let resumed = try await notices.waitFor(20, after: cycled) { e -> String? in
             if case let .notice(n) = e, n.contains("browsing again") { return n }
@@ -214,7 +218,6 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let cycled = Date()
         try labBtmgmt(index: 9, ["power", "off"])
         try labBtmgmt(index: 9, ["power", "on"])
-        try labBtmgmt(index: 9, ["connectable", "on"])
         labLog(String(format: "hci9 powered off and on in %.2f s", Date().timeIntervalSince(cycled)))
         let again = try await notices.waitFor(20, after: cycled) { e -> String? in
             if case let .notice(n) = e, n.contains("registered again") { return n }
@@ -436,7 +439,6 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
 
             let onAt = Date()
             try labBtmgmt(index: advertiserIndex, ["power", "on"])
-            try labBtmgmt(index: advertiserIndex, ["connectable", "on"])
             let again = try await events.waitFor(90, after: onAt) { e -> PeerInfo? in
                 if case let .found(p) = e, p.peerID == a.peerID { return p }
                 return nil
@@ -525,17 +527,36 @@ final class BluetoothCLILabTests: XCTestCase {
         let content = Data((0..<(64 * 1024)).map { _ in UInt8.random(in: 0...255) })
         try content.write(to: URL(fileURLWithPath: dir + "/report.bin"))
 
+        // bluetoothd as shipped: hci9 is not connectable until PeerLink advertises on it.
+        let before = try ManagementSocket.controllerInfo(index: 9)
+        labLog("hci9 before receive: \(before.current.names.joined(separator: " "))")
+        XCTAssertFalse(before.current.contains(.connectable), "the lab must not make hci9 connectable itself")
+
         let receiver = LabProcess(binary, ["receive", "--service", "bt-cli", "--media", "bluetooth", "--adapter", "hci9",
                                            "--dir", dir + "/inbox", "--accept-all", "--json", "--name", "alpha", "--config-dir", dir + "/rx"])
         defer { receiver.stop() }
+        let rxStart = Date()
         try receiver.start()
         XCTAssertTrue(receiver.waitForLine(containing: "\"advertising\"", seconds: 30), "receiver advertising: \(receiver.output)")
+        let advertisedAfter = Date().timeIntervalSince(rxStart)
+        XCTAssertTrue(receiver.waitForLine(containing: "made connectable", seconds: 10), "receiver made hci9 connectable: \(receiver.output)")
+        XCTAssertTrue(try ManagementSocket.controllerInfo(index: 9).current.contains(.connectable), "hci9 connectable while advertising")
 
         let sender = LabProcess(binary, ["send", dir + "/report.bin", "--service", "bt-cli", "--media", "bluetooth", "--adapter", "hci8",
                                          "--to", "alpha", "--json", "--config-dir", dir + "/tx", "--timeout", "60"])
+        let txStart = Date()
         try sender.start()
+        XCTAssertTrue(sender.waitForLine(containing: "\"state\":\"connected\"", seconds: 60), "sender connected: \(sender.output)")
+        let connectedAfter = Date().timeIntervalSince(txStart)
         let status = sender.wait(seconds: 120)
+        let sentAfter = Date().timeIntervalSince(txStart)
         labLog("CLI send exit \(String(describing: status)); output:\n\(sender.output)")
+        labLog(String(format: "stock bluetoothd: advertised %.2f s after receive started; send connected after %.2f s, done (64 KiB) after %.2f s",
+                      advertisedAfter, connectedAfter, sentAfter))
+        // Bounds far above the targets (2 s, 3 s) and far below what the defects cost: 25 s
+        // for a D-Bus reply that could not come, a 30 s give-up on an unconnectable adapter.
+        XCTAssertLessThan(advertisedAfter, 10, "advertised well before libdbus's 25 s reply timeout")
+        XCTAssertLessThan(connectedAfter, 15, "found and connected without waiting out a timeout")
         XCTAssertEqual(status, 0)
         XCTAssertTrue(sender.output.contains("\"sent\""), sender.output)
         let got = try Data(contentsOf: URL(fileURLWithPath: dir + "/inbox/report.bin"))
@@ -547,6 +568,11 @@ final class BluetoothCLILabTests: XCTestCase {
         _ = browse.wait(seconds: 40)
         labLog("CLI browse output:\n\(browse.output)")
         XCTAssertTrue(browse.output.contains("\"found\"") && browse.output.contains("alpha"), browse.output)
+
+        receiver.stop()
+        let after = try ManagementSocket.controllerInfo(index: 9)
+        labLog("hci9 after receive stopped: \(after.current.names.joined(separator: " "))")
+        XCTAssertFalse(after.current.contains(.connectable), "stopping put hci9 back as bluetoothd had it")
     }
 }
 

@@ -97,14 +97,29 @@ final class BluetoothHostTests: XCTestCase {
 /// Real Bluetooth between two virtual controllers, inside the lab VM (`scripts/test-bt.sh`).
 /// Node A listens on hci1, node B dials from hci0; both go through the kernel's whole
 /// Bluetooth stack. Skipped unless `PEERLINK_LAB=1`.
+///
+/// These nodes listen without advertising, against bluetoothd as shipped (which turns
+/// `connectable` off): like an application that does so, each test makes the listening
+/// adapters (hci1, hci3) connectable with `BluetoothReachability`, and puts them back after.
 final class BluetoothLabTests: XCTestCase {
     var env: [String: String] { ProcessInfo.processInfo.environment }
     var hci0 = "", hci1 = ""
+    var reachable: [Int: BluetoothReachability] = [:]
 
     override func setUpWithError() throws {
         guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Bluetooth lab only: run scripts/test-bt.sh") }
         hci0 = try XCTUnwrap(env["PEERLINK_LAB_HCI0"])
         hci1 = try XCTUnwrap(env["PEERLINK_LAB_HCI1"])
+        for index in [1, 3] where env["PEERLINK_LAB_HCI\(index)"] != nil {
+            let r = BluetoothReachability(adapterPath: "hci\(index)")
+            labLog("hci\(index) reachability: \(try r.ensure())")
+            reachable[index] = r
+        }
+    }
+
+    override func tearDown() {
+        for r in reachable.values { r.release() }
+        reachable = [:]
     }
 
     /// Emulated radios under TCG are slow: generous keepalive bounds so a busy VM is not
@@ -333,7 +348,7 @@ final class BluetoothLabTests: XCTestCase {
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: rx, port: port)])
         let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: tx)], handshakeTimeout: 20)
         let sb = Session(node: b, config: config)
-        defer { try? btmgmt(index: 3, "power", "on"); try? btmgmt(index: 3, "connectable", "on") }
+        defer { try? btmgmt(index: 3, "power", "on"); _ = try? reachable[3]?.ensure() }
 
         try await b.invite(info, to: sb, timeout: 30)
         let first = Task { try await collect(sa, count: 1) }
@@ -357,7 +372,8 @@ final class BluetoothLabTests: XCTestCase {
         XCTAssertEqual(peers, [])
 
         try btmgmt(index: 3, "power", "on")
-        try btmgmt(index: 3, "connectable", "on")
+        // bluetoothd turned connectable off with the power: on again, as an advertiser's watcher does.
+        labLog("hci3 after the power cycle: \(try XCTUnwrap(reachable[3]).ensure())")
         var again = false
         for attempt in 1...3 where !again {
             do {

@@ -73,4 +73,9 @@ int peerlink_bt_set_security(int fd, int level);
  * the controller's hciN number when found (index may be NULL). */
 int peerlink_bt_adapter_state(const peerlink_bdaddr *address, int *index);
 
+/* A Bluetooth management socket (BTPROTO_HCI bound to HCI_CHANNEL_CONTROL, any controller):
+ * the kernel's mgmt API, which bluetoothd itself uses. Unprivileged callers may send its
+ * read-only commands (Read Controller Information among them). */
+int peerlink_bt_mgmt_socket(void);
+
 #endif

@@ -131,6 +131,7 @@ public enum Doctor {
                 let powered = up[a] ?? false
                 checks.append(DoctorCheck(name: "\(a) power", ok: powered, detail: powered ? "powered on" : "powered off (or state unknown)",
                                           fix: powered ? nil : "power it on: `bluetoothctl power on` or `btmgmt --index \(a.dropFirst(3)) power on`"))
+                if powered, let index = ManagementSocket.index(of: a) { checks.append(reachabilityCheck(a, info: Result { try ManagementSocket.controllerInfo(index: index) })) }
             }
         }
         for (name, blocked) in rfkillBluetooth() where blocked {
@@ -176,6 +177,25 @@ public enum Doctor {
         }
         return DoctorCheck(name: name, ok: true,
                            detail: "bluetoothd on D-Bus (\(summary)): --media bluetooth browses and advertises on \(ready.0.name) by default", fix: nil)
+    }
+
+    /// Whether unpaired peers can open BR/EDR channels to adapter `name`, from its mgmt settings.
+    static func reachabilityCheck(_ name: String, info: Result<ControllerInfo, Error>) -> DoctorCheck {
+        let check = "\(name) reachable"
+        let index = name.dropFirst(3)
+        switch info {
+        case let .failure(e):
+            return DoctorCheck(name: check, ok: false, detail: "cannot read its settings: \(e)", fix: "`btmgmt --index \(index) info` shows them")
+        case let .success(i) where !i.current.contains(.bredr):
+            return DoctorCheck(name: check, ok: false, detail: "BR/EDR is off (settings: \(i.current.names.joined(separator: " "))): peers cannot connect over RFCOMM or L2CAP BR/EDR",
+                               fix: "`btmgmt --index \(index) bredr on` (with the adapter powered off)")
+        case let .success(i) where i.current.contains(.connectable):
+            return DoctorCheck(name: check, ok: true, detail: "connectable: unpaired peers can connect", fix: nil)
+        case .success:
+            return DoctorCheck(name: check, ok: true,
+                               detail: "not connectable now (bluetoothd turns it off): unpaired peers cannot connect until a PeerLink advertiser (receive, advertise) turns it on through bluetoothd, which it does while it advertises",
+                               fix: nil)
+        }
     }
 
     /// Adapters and their HCI_UP flag from the kernel (HCIGETDEVLIST on a raw HCI socket).

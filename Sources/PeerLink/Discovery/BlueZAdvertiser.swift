@@ -14,6 +14,10 @@ import PeerLinkWire
 /// adapter but does not listen (the node's own sockets do). A record bluetoothd refuses is a
 /// notice, not an error: the LE advertisement is what browsers look for first.
 ///
+/// With a record (the node listens on BR/EDR), it also keeps the adapter connectable for
+/// unpaired devices while it advertises (`BluetoothReachability`: bluetoothd turns that off),
+/// and puts it back when it stops.
+///
 /// A watcher thread keeps both registered: bluetoothd leaving and returning to the bus, the
 /// adapter disappearing or being powered off and on, and bluetoothd calling `Release` are
 /// reported as notices, and the advertisement is registered again once possible.
@@ -46,6 +50,9 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     /// shorter than a poll is not missed): the next poll registers afresh.
     private var poweredOff = false
     private let watcherDone = DispatchSemaphore(value: 0)
+    /// Keeps the advertised adapter connectable (BR/EDR only); the last outcome noticed.
+    private var reachability: BluetoothReachability?
+    private var reachabilityNote: String?
 
     private static let counter = Counter()
     private final class Counter: @unchecked Sendable {
@@ -106,6 +113,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
             let (path, owner) = try usableAdapter(q)
             try register(s, adapterPath: path, owner: owner)
             registerProfile(s, owner: owner)
+            keepReachable(path)
         } catch {
             s.stop()
             lock.withLock { query = nil; server = nil }
@@ -133,6 +141,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
             _ = try? s.call(BlueZObjects.service, reg.adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
                             [.objectPath(objectPath)], timeoutMillis: 3000)
         }
+        lock.withLock { () -> BluetoothReachability? in defer { reachability = nil }; return reachability }?.release()
         if lock.withLock({ profileOwner }) != nil {
             _ = try? s.call(BlueZObjects.service, "/org/bluez", "org.bluez.ProfileManager1", "UnregisterProfile",
                             [.objectPath(profilePath)], timeoutMillis: 3000)
@@ -260,6 +269,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 }
                 lastOwner = owner
                 registerProfile(s, owner: owner)
+                keepReachable(path)
                 let (reg, cycled) = lock.withLock { () -> ((adapter: String, owner: String)?, Bool) in
                     defer { poweredOff = false }
                     return (registration, poweredOff)
@@ -291,6 +301,35 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                 if case .busUnavailable? = error as? BlueZError { reconnect() }
             }
         }
+    }
+
+    /// Makes the adapter at `path` connectable if it is not (BR/EDR nodes only), with one
+    /// notice per change of outcome: bluetoothd turns connectable off again after a power cycle.
+    private func keepReachable(_ path: String) {
+        guard serviceRecord != nil, !isStopped else { return }
+        let (r, old) = lock.withLock { () -> (BluetoothReachability, BluetoothReachability?) in
+            if let r = reachability, r.adapterPath == path { return (r, nil) }
+            let fresh = BluetoothReachability(adapterPath: path, busAddress: busAddress)
+            defer { reachability = fresh }
+            return (fresh, reachability)
+        }
+        old?.release()
+        let note: String?
+        do {
+            switch try r.ensure() {
+            case .connectable, .poweredOff: note = nil
+            case .madeConnectable:
+                note = "\(r.adapterName) made connectable through bluetoothd (Adapter1.Discoverable) so that unpaired peers can connect; put back when advertising stops"
+            case .noBREDR: note = "BR/EDR is off on \(r.adapterName): peers cannot connect over RFCOMM or L2CAP BR/EDR (`btmgmt --index N bredr on`)"
+            }
+        } catch {
+            note = "peers cannot connect to \(r.adapterName) over BR/EDR: \(error)"
+        }
+        let fresh = lock.withLock { () -> Bool in
+            defer { reachabilityNote = note ?? reachabilityNote }
+            return note != nil && note != reachabilityNote
+        }
+        if fresh, let note { notices(note) }
     }
 
     /// Follows bluetoothd's `Powered` changes on `s`: a powered-off controller drops its
