@@ -517,6 +517,11 @@ final class BluetoothCLILabTests: XCTestCase {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerlink").path
     }
 
+    func discoverableTimeout(_ adapter: String) throws -> DBusValue? {
+        try DBusConnection().call("org.bluez", "/org/bluez/\(adapter)", "org.freedesktop.DBus.Properties", "Get",
+                                  [.string("org.bluez.Adapter1"), .string("DiscoverableTimeout")]).first?.unwrapped
+    }
+
     func test9SendAndReceiveOverBluetoothOnly() throws {
         guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Bluetooth lab only: run scripts/test-bt.sh") }
         guard env["PEERLINK_LAB_HCI9"] != nil else { throw XCTSkip("needs controllers hci8 and hci9") }
@@ -529,6 +534,7 @@ final class BluetoothCLILabTests: XCTestCase {
 
         // bluetoothd as shipped: hci9 is not connectable until PeerLink advertises on it.
         let before = try ManagementSocket.controllerInfo(index: 9)
+        let timeoutBefore = try discoverableTimeout("hci9")
         labLog("hci9 before receive: \(before.current.names.joined(separator: " "))")
         XCTAssertFalse(before.current.contains(.connectable), "the lab must not make hci9 connectable itself")
 
@@ -541,6 +547,13 @@ final class BluetoothCLILabTests: XCTestCase {
         let advertisedAfter = Date().timeIntervalSince(rxStart)
         XCTAssertTrue(receiver.waitForLine(containing: "made connectable", seconds: 10), "receiver made hci9 connectable: \(receiver.output)")
         XCTAssertTrue(try ManagementSocket.controllerInfo(index: 9).current.contains(.connectable), "hci9 connectable while advertising")
+        // Discoverable only for a moment (a power-off while discoverable aborts bluetoothd
+        // 5.66), and the user's DiscoverableTimeout is as it was.
+        let settled = Date().addingTimeInterval(5)
+        while try ManagementSocket.controllerInfo(index: 9).current.contains(.discoverable), Date() < settled { Thread.sleep(forTimeInterval: 0.2) }
+        let during = try ManagementSocket.controllerInfo(index: 9).current
+        XCTAssertTrue(during.contains(.connectable) && !during.contains(.discoverable), "connectable, not discoverable: \(during.names)")
+        XCTAssertEqual(try discoverableTimeout("hci9"), timeoutBefore, "DiscoverableTimeout put back")
 
         let sender = LabProcess(binary, ["send", dir + "/report.bin", "--service", "bt-cli", "--media", "bluetooth", "--adapter", "hci8",
                                          "--to", "alpha", "--json", "--config-dir", dir + "/tx", "--timeout", "60"])

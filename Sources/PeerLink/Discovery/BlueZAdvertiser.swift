@@ -319,7 +319,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
             switch try r.ensure() {
             case .connectable, .poweredOff: note = nil
             case .madeConnectable:
-                note = "\(r.adapterName) made connectable through bluetoothd (Adapter1.Discoverable) so that unpaired peers can connect; put back when advertising stops"
+                note = "\(r.adapterName) made connectable through bluetoothd (discoverable for 1 s, Adapter1.Discoverable) so that unpaired peers can connect; put back when advertising stops"
             case .noBREDR: note = "BR/EDR is off on \(r.adapterName): peers cannot connect over RFCOMM or L2CAP BR/EDR (`btmgmt --index N bredr on`)"
             }
         } catch {
