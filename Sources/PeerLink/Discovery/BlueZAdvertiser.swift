@@ -113,13 +113,18 @@ public final class BlueZAdvertiser: @unchecked Sendable {
             let (path, owner) = try usableAdapter(q)
             try register(s, adapterPath: path, owner: owner)
             registerProfile(s, owner: owner)
-            keepReachable(path)
         } catch {
             s.stop()
             lock.withLock { query = nil; server = nil }
             throw error
         }
-        let thread = Thread { [self] in watch() }
+        // The watcher makes the adapter connectable first (about a second, most of it waiting
+        // for `discoverable` to end), so that start() returns as soon as the advert is up.
+        let adapterPath = lock.withLock { registration?.adapter }
+        let thread = Thread { [self] in
+            if let adapterPath { keepReachable(adapterPath) }
+            watch()
+        }
         thread.name = "peerlink-bluez-advertise"
         thread.start()
     }
