@@ -5,6 +5,14 @@
 # mgmt helper (btmgmt prints nothing and may not act when stdin is at EOF)
 mgmt() { timeout 10 btmgmt "$@" < <(sleep 15); }
 
+# The receivers here (rctest, l2test, PeerLink nodes listening without an advertiser) need
+# their controller connectable, which bluetoothd as shipped turns off; a PeerLink advertiser
+# would turn it on through bluetoothd. The benchmarks measure throughput, not reachability:
+# make every controller connectable directly.
+for c in /sys/class/bluetooth/hci*; do
+    if [[ ${c##*/} =~ ^hci[0-9]+$ ]]; then mgmt --index "${c##*/hci}" connectable on >/dev/null 2>&1 || true; fi
+done
+
 # run_one NAME TIMEOUT "RECEIVER ARGS" "SENDER ARGS"
 run_one() {
     local name=$1 limit=$2 rx_args=$3 tx_args=$4 rx_pid tx_rc

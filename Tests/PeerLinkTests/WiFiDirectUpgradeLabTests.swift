@@ -49,6 +49,11 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         config.keepaliveInterval = 1000
         config.deadAfter = 6000  // the emulator is slow
         config.upgrade.setupTimeout = 90_000
+        // A listens on hci1 without a Bluetooth advertiser: like an application doing so, it
+        // makes the adapter connectable (bluetoothd as shipped turns that off).
+        let reachable = BluetoothReachability(adapterPath: "hci1")
+        try reachable.ensure()
+        addTeardownBlock { reachable.release() }
         let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: hci1)], upgraders: [ua],
                          handshakeTimeout: 20)
         let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: hci0)], upgraders: [ub],
