@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/netlink.h>
@@ -25,4 +26,8 @@ int peerlink_netlink_route_open(void) {
     addr.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) { int e = errno; close(fd); errno = e; return -1; }
     return fd;
+}
+
+int peerlink_name_this_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }

@@ -167,12 +167,10 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     }
 
     /// Runs blocking commands (btmgmt, nft, ip: hundreds of milliseconds each in the emulated
-    /// VM) on a dispatch thread, not on one of the two cooperative threads the nodes under
+    /// VM) on a thread of their own, not on one of the two cooperative threads the nodes under
     /// test run on.
     private func offThePool(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, Error>) in
-            DispatchQueue.global().async { c.resume(with: Result { try body() }) }
-        }
+        try await BlockingCall.run("pl.lab", body)
     }
 
     private func applyNow(_ e: Scenario.TimedEvent, to l: Scenario.LinkSpec) throws {

@@ -20,7 +20,7 @@ struct BrowseCommand: AsyncParsableCommand {
         for note in plan.notes { out.note(note) }
         let browser = Browser(node: n, service: service, discoveries: plan.discoveries(for: n))
         do {
-            try browser.start()
+            try await browser.start()
         } catch {
             throw RuntimeFailure("cannot browse: \(error) (run `peerlink doctor`)")
         }

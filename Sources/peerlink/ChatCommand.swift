@@ -51,7 +51,7 @@ struct ChatCommand: AsyncParsableCommand {
         guard context.utf8.count <= WireLimits.inviteContext else {
             throw ValidationError("--context is \(context.utf8.count) bytes; the limit is \(WireLimits.inviteContext)")
         }
-        let d = try Dialling(node, command: "chat", peer: text, lookupTimeout: timeout, context: Array(context.utf8))
+        let d = try await Dialling(node, command: "chat", peer: text, lookupTimeout: timeout, context: Array(context.utf8))
         let names = NameBook()
         let out = d.output
         do {

@@ -15,7 +15,7 @@ final class Dialling: @unchecked Sendable {
     private(set) var peer: PeerInfo?
 
     init(_ options: NodeOptions, command: String, peer text: String, lookupTimeout: Double, context: [UInt8],
-         config: SessionConfig = SessionConfig()) throws {
+         config: SessionConfig = SessionConfig()) async throws {
         service = try options.serviceType()
         let (n, _, plan) = try options.makeNode()
         node = n
@@ -24,7 +24,7 @@ final class Dialling: @unchecked Sendable {
         session = Session(node: n, config: config, policy: try options.linkPolicy())
         let browser = Browser(node: n, service: service, discoveries: plan.discoveries(for: n))
         do {
-            directory = try PeerDirectory(browser: browser, output: output)
+            directory = try await PeerDirectory(browser: browser, output: output)
         } catch {
             throw RuntimeFailure("cannot browse: \(error) (run `peerlink doctor`)")
         }

@@ -15,7 +15,7 @@ struct DoctorCommand: AsyncParsableCommand {
     var wifi: String?
 
     func run() async throws {
-        let reports = Doctor.run() + [await DoctorWiFi.report(busAddress: MediaPlan.wpaSupplicantBus, interface: wifi)]
+        let reports = await Doctor.report() + [await DoctorWiFi.report(busAddress: MediaPlan.wpaSupplicantBus, interface: wifi)]
         let out = Output(json: json)
         if json {
             let data = try JSONEncoder().encode(reports)

@@ -36,9 +36,9 @@ final class PeerDirectory: @unchecked Sendable {
     private var peers: [PeerID: PeerInfo] = [:]
     let browser: Browser
 
-    init(browser: Browser, output: Output) throws {
+    init(browser: Browser, output: Output) async throws {
         self.browser = browser
-        try browser.start()
+        try await browser.start()
         Task { [weak self] in
             for await e in browser.events {
                 switch e {

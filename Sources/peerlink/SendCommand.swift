@@ -38,7 +38,7 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let d = try Dialling(node, command: "send", peer: to, lookupTimeout: timeout, context: Array("send \(files.count) file(s)".utf8))
+        let d = try await Dialling(node, command: "send", peer: to, lookupTimeout: timeout, context: Array("send \(files.count) file(s)".utf8))
         let out = d.output
         let peer: PeerInfo
         do { peer = try await d.connect() } catch { throw RuntimeFailure("\(error)") }

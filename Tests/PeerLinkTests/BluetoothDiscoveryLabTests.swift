@@ -87,7 +87,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
             }
         }
         defer { watcher.cancel(); browser.stop() }
-        try browser.start()
+        try await browser.start()
         let first = try await events.waitFor(60) { e -> PeerInfo? in
             if case let .found(p) = e, p.peerID == a.peerID { return p }
             return nil
@@ -351,7 +351,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
             }
         }
         defer { watcher.cancel(); browser.stop() }
-        try browser.start()
+        try await browser.start()
 
         let found = try await events.waitFor(60) { e -> PeerInfo? in
             if case let .found(p) = e, p.peerID == a.peerID { return p }

@@ -32,7 +32,7 @@ final class PeerRecordsTests: XCTestCase {
         let other = Identity()
         let service = try ServiceType("merge")
         let browser = Browser(node: me, service: service, discoveries: [wifi, radio])
-        try browser.start()
+        try await browser.start()
         let ad = try Advertisement(peerID: other.peerID, displayName: "alpha", info: DiscoveryInfo())
         let h1 = try wifi.publish(ad, service: service, ports: [.memory: 1]) { _ in }
         let h2 = try radio.publish(ad, service: service, ports: [.memory: 2]) { _ in }

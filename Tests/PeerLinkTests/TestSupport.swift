@@ -52,7 +52,7 @@ func connectedPair(transportA: Transport, transportB: Transport, discovery: Disc
     try await adv.start()
     Task { for await inv in adv.invitations { inv.accept(into: sa) } }
     let browser = Browser(node: b, service: service, discovery: discovery)
-    try browser.start()
+    try await browser.start()
     var found: PeerInfo?
     for await e in browser.events {
         if case let .found(p) = e, p.peerID == a.peerID { found = p; break }

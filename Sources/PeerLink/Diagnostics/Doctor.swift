@@ -26,6 +26,11 @@ public enum Doctor {
         [ip(busAddress: busAddress), bluetooth()]
     }
 
+    /// `run` on a thread of its own, for async callers: its D-Bus round trips may take seconds.
+    public static func report(busAddress: String? = nil) async -> [MediumReport] {
+        await BlockingCall.run("pl.doctor") { run(busAddress: busAddress) }
+    }
+
     static func ip(busAddress: String?) -> MediumReport {
         var checks: [DoctorCheck] = []
         let ifaces = interfacesWithAddresses()

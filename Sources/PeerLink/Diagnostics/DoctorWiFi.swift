@@ -9,7 +9,7 @@ public enum DoctorWiFi {
     public static let medium = "wifi-direct"
 
     /// Probes every radio (or only `interface`) through wpa_supplicant on `busAddress` (nil:
-    /// the system bus). Runs its blocking work on the Wi-Fi queue.
+    /// the system bus). Runs its blocking work on threads of its own.
     public static func report(busAddress: String? = nil, interface: String? = nil) async -> MediumReport {
         let wifi = WiFiDirect(busAddress: busAddress)
         let radios = await wifi.radios()

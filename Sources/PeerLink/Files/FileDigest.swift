@@ -16,12 +16,12 @@ enum FileDigest {
     static func sha256(ofFileAt path: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws -> (size: UInt64, digest: [UInt8]) {
         let id = try FileIdentity(path: path)
         if let known = cache.digest(for: id) { return (id.size, known) }
-        let digest = try await BlockingWork.run { try hash(path: path, size: id.size, progress: progress) }
+        let digest = try await BlockingCall.run("pl.digest") { try hash(path: path, size: id.size, progress: progress) }
         cache.remember(digest, for: id)
         return (id.size, digest)
     }
 
-    /// Hashes on the calling thread (a blocking queue). Fails if the file changed size.
+    /// Hashes on the calling thread (a thread of its own). Fails if the file changed size.
     static func hash(path: String, size: UInt64, progress: (@Sendable (UInt64, UInt64) -> Void)?) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw PeerLinkError.file("cannot open \(path) for reading: \(String(cString: strerror(errno)))") }

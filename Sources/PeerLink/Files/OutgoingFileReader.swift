@@ -22,7 +22,7 @@ final class OutgoingFileReader: @unchecked Sendable {
     /// Up to `count` bytes from `offset`; fewer only at the end of the file.
     func read(at offset: UInt64, count: Int) async throws -> [UInt8] {
         let fd = self.fd, path = self.path
-        return try await BlockingWork.run(on: queue) {
+        return try await BlockingCall.run(on: queue) {
             var out = [UInt8](repeating: 0, count: count)
             var got = 0
             while got < count {

@@ -36,7 +36,8 @@ public final class Advertiser: Sendable {
 
     /// Starts listening (if not yet), publishes on every backend, and starts delivering
     /// invitations. Throws when no backend could publish; a backend that fails while another
-    /// succeeded is reported on `notices`.
+    /// succeeded is reported on `notices`. Publishing (D-Bus round trips that may take
+    /// seconds) runs on a thread of its own, never on the cooperative pool.
     public func start() async throws {
         let ports = try await node.start()
         guard !ports.isEmpty else {
@@ -48,9 +49,13 @@ public final class Advertiser: Sendable {
         await node.setAdvertisedInfo(info)
         let notices = noticeSink
         var failures: [Error] = []
+        let service = self.service
         for (index, discovery) in discoveries.enumerated() {
+            let box = handles[index]
             do {
-                handles[index].set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
+                try await BlockingCall.run("pl.publish") {
+                    box.set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
+                }
             } catch {
                 failures.append(error)
             }
@@ -63,9 +68,11 @@ public final class Advertiser: Sendable {
         for f in failures { notices.yield("not advertised on one medium: \(f)") }
     }
 
-    /// Stops publishing and declining new invitations.
+    /// Stops publishing (waiting for the backends' teardown on a thread of its own) and
+    /// declining new invitations.
     public func stop() async {
-        for h in handles { h.set(nil) }
+        let running = handles.compactMap { $0.take() }
+        if !running.isEmpty { await BlockingCall.run("pl.unpublish") { for h in running { h.stop() } } }
         await node.setInvitationHandler(nil)
         await node.setAdvertisedInfo(nil)
         invitationSink.finish()
@@ -104,38 +111,52 @@ public final class Browser: Sendable {
     }
 
     /// Starts every backend; throws (and stops those already started) if one cannot browse.
-    public func start() throws {
+    /// Starting (D-Bus round trips that may take seconds) runs on a thread of its own, never
+    /// on the cooperative pool.
+    public func start() async throws {
         let me = node.peerID
         let sink = self.sink
         let observers = self.observers
         let records = self.records
-        do {
-            for (index, discovery) in discoveries.enumerated() {
-                handles[index].set(try discovery.browse(service) { e in
-                    switch e {
-                    case let .found(p) where p.peerID == me, let .updated(p) where p.peerID == me: return
-                    case let .lost(p) where p == me: return
-                    default:
-                        records.apply(e, from: index) { merged in
-                            sink.yield(merged)
-                            for o in observers.all() { o(merged) }
+        let service = self.service, discoveries = self.discoveries, handles = self.handles
+        try await BlockingCall.run("pl.browse") {
+            do {
+                for (index, discovery) in discoveries.enumerated() {
+                    handles[index].set(try discovery.browse(service) { e in
+                        switch e {
+                        case let .found(p) where p.peerID == me, let .updated(p) where p.peerID == me: return
+                        case let .lost(p) where p == me: return
+                        default:
+                            records.apply(e, from: index) { merged in
+                                sink.yield(merged)
+                                for o in observers.all() { o(merged) }
+                            }
                         }
-                    }
-                })
+                    })
+                }
+            } catch {
+                for h in handles { h.set(nil) }
+                throw error
             }
-        } catch {
-            for h in handles { h.set(nil) }
-            throw error
         }
+        if records.isStopped { stopBackends() }  // stop() ran while the backends started
     }
 
     /// Also delivers every event to `observer` (used by `Session.follow`); `events` still
     /// gets them all.
     func addObserver(_ observer: @escaping @Sendable (DiscoveryEvent) -> Void) { observers.add(observer) }
 
+    /// Stops reporting at once (no event reaches `events` or an observer after it returns);
+    /// the backends' teardown (D-Bus calls for Avahi) finishes on a thread of its own.
     public func stop() {
-        for h in handles { h.set(nil) }
+        records.stop()
         sink.finish()
+        stopBackends()
+    }
+
+    private func stopBackends() {
+        let running = handles.compactMap { $0.take() }
+        if !running.isEmpty { BlockingCall.detach("pl.unbrowse") { for h in running { h.stop() } } }
     }
 
     /// Invites a found peer into `session` (see `Node.invite`).
@@ -148,9 +169,14 @@ public final class Browser: Sendable {
 final class HandleBox: @unchecked Sendable {
     private let lock = NSLock()
     private var handle: DiscoveryHandle?
+    /// Replaces the handle and stops the previous one (may block: call off the pool).
     func set(_ h: DiscoveryHandle?) {
         let old = lock.withLock { () -> DiscoveryHandle? in defer { handle = h }; return handle }
         old?.stop()
+    }
+    /// Removes the handle without stopping it, for the caller to stop elsewhere.
+    func take() -> DiscoveryHandle? {
+        lock.withLock { defer { handle = nil }; return handle }
     }
 }
 
@@ -166,9 +192,12 @@ final class ObserverList: @unchecked Sendable {
 final class RecordsBox: @unchecked Sendable {
     private let lock = NSLock()
     private var records = PeerRecords()
+    private var stopped = false
     /// Applies a backend's event and reports the merged one, under the lock so that merged
-    /// events keep their order.
+    /// events keep their order. Nothing is reported after `stop()`.
     func apply(_ e: DiscoveryEvent, from source: Int, report: (DiscoveryEvent) -> Void) {
-        lock.withLock { if let merged = records.apply(e, from: source) { report(merged) } }
+        lock.withLock { if !stopped, let merged = records.apply(e, from: source) { report(merged) } }
     }
+    func stop() { lock.withLock { stopped = true } }
+    var isStopped: Bool { lock.withLock { stopped } }
 }

@@ -16,6 +16,8 @@ public protocol DiscoveryHandle: Sendable {
 }
 
 /// Publishes and finds PeerLink nodes on one medium (Avahi DNS-SD, BlueZ, in-memory).
+/// `publish`, `browse` and a handle's `stop()` may block on their daemon for seconds:
+/// `Advertiser` and `Browser` call them on threads of their own.
 public protocol Discovery: Sendable {
     /// Publishes `advertisement` for `service`, reachable on the node's bound `ports` (one per
     /// medium it listens on; each backend publishes the media it carries and throws if none of

@@ -15,13 +15,10 @@ public struct TCPTransport: Transport {
         try TCPListener(host: bindHost, port: port, onConnection: onConnection)
     }
 
+    /// Dials on a thread of its own: a connect that hangs until `timeout` holds back nothing else.
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
         let address = try IPSocketAddress(host: endpoint.host, port: endpoint.port)
-        return try await withCheckedThrowingContinuation { c in
-            DispatchQueue.global().async {
-                c.resume(with: Result { try TCPTransport.dial(address, endpoint: endpoint, timeout: timeout) })
-            }
-        }
+        return try await BlockingCall.run("pl.dial.tcp") { try TCPTransport.dial(address, endpoint: endpoint, timeout: timeout) }
     }
 
     static func dial(_ address: IPSocketAddress, endpoint: TransportEndpoint, timeout: Double) throws -> FDConnection {

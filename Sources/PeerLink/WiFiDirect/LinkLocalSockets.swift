@@ -27,11 +27,10 @@ public enum LinkLocalSockets {
     }
 
     /// A connected TCP socket to `address` (a peer's link-local address, no zone needed) on
-    /// `port`, through `interface`. The caller owns the descriptor.
+    /// `port`, through `interface`, dialled on a thread of its own. The caller owns the
+    /// descriptor.
     public static func connect(to address: String, port: UInt16, interface: String, timeout: Double = 10) async throws -> Int32 {
-        try await withCheckedThrowingContinuation { c in
-            WiFiDirect.queue.async { c.resume(with: Result { try connectBlocking(to: address, port: port, interface: interface, timeout: timeout) }) }
-        }
+        try await BlockingCall.run("pl.dial.wifi") { try connectBlocking(to: address, port: port, interface: interface, timeout: timeout) }
     }
 
     static func connectBlocking(to address: String, port: UInt16, interface: String, timeout: Double) throws -> Int32 {
@@ -105,11 +104,10 @@ public final class LinkLocalListener: @unchecked Sendable {
 
     deinit { close() }
 
-    /// The next connection (its descriptor, owned by the caller) and the peer's address.
+    /// The next connection (its descriptor, owned by the caller) and the peer's address,
+    /// waited for on a thread of its own; throws once the listener is closed.
     public func accept(timeout: Double = 30) async throws -> (fd: Int32, peer: String) {
-        try await withCheckedThrowingContinuation { c in
-            WiFiDirect.queue.async { c.resume(with: Result { try self.acceptBlocking(timeout: timeout) }) }
-        }
+        try await BlockingCall.run("pl.accept.wifi") { try self.acceptBlocking(timeout: timeout) }
     }
 
     func acceptBlocking(timeout: Double) throws -> (fd: Int32, peer: String) {
@@ -122,6 +120,7 @@ public final class LinkLocalListener: @unchecked Sendable {
             if n == 0 { throw TransportError.timedOut(operation: "accept on \(interface)", seconds: timeout) }
             break
         }
+        if lock.withLock({ closed }) { throw TransportError.closed }
         var st = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let c = withUnsafeMutablePointer(to: &st) { p in
@@ -133,8 +132,12 @@ public final class LinkLocalListener: @unchecked Sendable {
         return (c, IPSocketAddress(storage: st, length: len).host)
     }
 
+    /// Closes the socket; a waiting `accept` wakes (shutdown) and throws.
     public func close() {
         let first: Bool = lock.withLock { defer { closed = true }; return !closed }
-        if first { Glibc.close(fd) }
+        if first {
+            shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+        }
     }
 }

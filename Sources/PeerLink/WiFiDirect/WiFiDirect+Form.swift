@@ -7,7 +7,7 @@ extension WiFiDirect {
     /// wpa_supplicant chooses when nil.
     public func formGroup(interface: String, frequency: Int? = nil, timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
         if let f = frequency, !WiFiChannels.isValidFrequency(f) { throw WiFiError.invalidArgument("\(f) MHz is not a Wi-Fi channel") }
-        return try await onQueue { try self.formGroupBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
+        return try await offThePool { try self.formGroupBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
     }
 
     /// Starts a WPA2-PSK access point on `interface` itself (a mode-2 network through
@@ -15,7 +15,7 @@ extension WiFiDirect {
     /// any network it was on until `leave`.
     public func startSoftAP(interface: String, frequency: Int = 2437, timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
         guard WiFiChannels.isValidFrequency(frequency) else { throw WiFiError.invalidArgument("\(frequency) MHz is not a Wi-Fi channel") }
-        return try await onQueue { try self.startSoftAPBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
+        return try await offThePool { try self.startSoftAPBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
     }
 
     func formGroupBlocking(_ radio: String, frequency: Int?, budget: StepBudget) throws -> WiFiGroup {

@@ -11,7 +11,7 @@ extension WiFiDirect {
     public func joinGroup(interface: String, credentials: WiFiCredentials, method: WiFiJoinMethod = .automatic,
                           timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
         try credentials.validate()
-        return try await onQueue { try self.joinBlocking(interface, credentials, method, budget: StepBudget(timeout)) }
+        return try await offThePool { try self.joinBlocking(interface, credentials, method, budget: StepBudget(timeout)) }
     }
 
     func joinBlocking(_ radio: String, _ creds: WiFiCredentials, _ asked: WiFiJoinMethod, budget: StepBudget) throws -> WiFiGroup {

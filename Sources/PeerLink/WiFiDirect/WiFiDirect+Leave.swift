@@ -6,13 +6,13 @@ extension WiFiDirect {
     /// and the radio's wpa_supplicant interface when PeerLink added it and no other group
     /// uses it. Idempotent; the group's event streams end with `.left`.
     public func leave(_ group: WiFiGroup) async {
-        _ = try? await onQueue { self.leaveBlocking(group.id) }
+        _ = try? await offThePool { self.leaveBlocking(group.id) }
     }
 
     /// Leaves every group this `WiFiDirect` set up (a node that stops).
     public func leaveAll() async {
         let ids = lock.withLock { Array(live.keys) }
-        _ = try? await onQueue { for id in ids { self.leaveBlocking(id) } }
+        _ = try? await offThePool { for id in ids { self.leaveBlocking(id) } }
     }
 
     /// Whether `group` is still set up (not left by this node; it may have ended otherwise).

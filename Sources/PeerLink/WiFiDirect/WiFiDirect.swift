@@ -6,13 +6,12 @@ import Foundation
 /// joins a group, waits until the group interface has a usable IPv6 link-local address, and
 /// tears down what it set up.
 ///
-/// Every blocking D-Bus or netlink exchange runs on a dedicated dispatch queue; the methods
-/// are `async` and never block a Swift concurrency thread.
+/// Every blocking D-Bus or netlink exchange runs on a thread of its own (`BlockingCall`);
+/// the methods are `async` and never block a Swift concurrency thread or a shared queue.
 public final class WiFiDirect: @unchecked Sendable {
     /// The D-Bus address wpa_supplicant is on; nil means the system bus.
     public let busAddress: String?
     let sysClassNet: String
-    static let queue = DispatchQueue(label: "peerlink.wifi", qos: .userInitiated, attributes: .concurrent)
 
     let lock = NSLock()
     private var bus: WPASupplicantBus?
@@ -49,11 +48,10 @@ public final class WiFiDirect: @unchecked Sendable {
         self.sysClassNet = sysClassNet
     }
 
-    /// Runs `body` on the Wi-Fi queue.
-    func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { c in
-            Self.queue.async { c.resume(with: Result { try body() }) }
-        }
+    /// Runs `body` on a thread of its own: forming or joining a group waits for
+    /// wpa_supplicant for up to its timeout.
+    func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await BlockingCall.run("pl.wifi", body)
     }
 
     /// The bus connection, made (again) when there is none or it was lost.
@@ -137,13 +135,13 @@ public final class WiFiDirect: @unchecked Sendable {
     /// The Wi-Fi radios of this machine (group interfaces left out).
     public func radios() async -> [WiFiRadio] {
         let net = sysClassNet
-        return (try? await onQueue { WiFiRadios.list(sysClassNet: net, devices: (try? Nl80211.devices()) ?? nil) }) ?? []
+        return (try? await offThePool { WiFiRadios.list(sysClassNet: net, devices: (try? Nl80211.devices()) ?? nil) }) ?? []
     }
 
     /// What `interface` can do (Wi-Fi Direct, soft-AP), with reasons. Throws only for a name
     /// that is not a Wi-Fi radio (`noSuchRadio`, or `noRadio` when there is none).
     public func probe(interface: String) async throws -> WiFiRadioReport {
-        try await onQueue { try self.probeBlocking(interface) }
+        try await offThePool { try self.probeBlocking(interface) }
     }
 
     func probeBlocking(_ radio: String) throws -> WiFiRadioReport {

@@ -1,5 +1,4 @@
 import CBlueZ
-import Dispatch
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -112,7 +111,8 @@ public struct L2CAPTransport: Transport {
             onConnection: onConnection)
     }
 
-    /// Dials `endpoint.host` on PSM `endpoint.port`, failing after `timeout` seconds.
+    /// Dials `endpoint.host` on PSM `endpoint.port` on a thread of its own, failing after
+    /// `timeout` seconds.
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
         guard endpoint.medium == .l2cap else { throw TransportError.badAddress("\(endpoint) is not an L2CAP endpoint") }
         let remote = try BluetoothAddress.parse(endpoint.host)
@@ -120,11 +120,7 @@ public struct L2CAPTransport: Transport {
             throw TransportError.badAddress("\(endpoint) (" + (mode == .le ? "LE PSMs are 1…0x00FF)" : "BR/EDR PSMs are odd with an even upper byte)"))
         }
         let local = try adapterAddress.map(BluetoothAddress.parse)
-        return try await withCheckedThrowingContinuation { c in
-            DispatchQueue.global().async {
-                c.resume(with: Result { try dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout) })
-            }
-        }
+        return try await BlockingCall.run("pl.dial.l2cap") { try dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout) }
     }
 
     func dial(remote: peerlink_bdaddr, psm: UInt16, local: peerlink_bdaddr?, timeout: Double) throws -> L2CAPConnection {

@@ -1,5 +1,4 @@
 import CBlueZ
-import Dispatch
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -74,8 +73,8 @@ public struct RFCOMMTransport: Transport {
             onConnection: onConnection)
     }
 
-    /// Dials `endpoint.host` on RFCOMM channel `endpoint.port`, failing after `timeout`
-    /// seconds (paging, pairing and the RFCOMM session setup all count).
+    /// Dials `endpoint.host` on RFCOMM channel `endpoint.port` on a thread of its own, failing
+    /// after `timeout` seconds (paging, pairing and the RFCOMM session setup all count).
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
         guard endpoint.medium == .rfcomm else {
             throw TransportError.badAddress("\(endpoint) is not an RFCOMM endpoint")
@@ -85,13 +84,9 @@ public struct RFCOMMTransport: Transport {
             throw TransportError.badAddress("\(endpoint) (RFCOMM channels are 1…30)")
         }
         let local = try adapterAddress.map(BluetoothAddress.parse)
-        return try await withCheckedThrowingContinuation { c in
-            DispatchQueue.global().async {
-                c.resume(with: Result {
-                    try RFCOMMTransport.dial(remote: remote, channel: UInt8(endpoint.port), local: local,
-                                             localText: adapterAddress, timeout: timeout)
-                })
-            }
+        let localText = adapterAddress
+        return try await BlockingCall.run("pl.dial.rfcomm") {
+            try RFCOMMTransport.dial(remote: remote, channel: UInt8(endpoint.port), local: local, localText: localText, timeout: timeout)
         }
     }
 
