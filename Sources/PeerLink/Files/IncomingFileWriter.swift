@@ -71,11 +71,16 @@ final class IncomingFileWriter: @unchecked Sendable {
         }
     }
 
-    /// Appends `bytes`; `completion` gets the bytes held afterwards, or why writing stopped
-    /// (once; later writes are dropped).
+    /// Appends `bytes`; `completion` gets the bytes held afterwards, or why writing stopped.
+    /// Every call gets an answer: after a failure (a write, reading a resumed prefix back, or
+    /// `close`) the bytes are dropped and the failure is the answer, so that no caller waits
+    /// for credit that never comes.
     func write(_ bytes: [UInt8], completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
         queue.async { [self] in
-            if failure != nil { return }
+            if let failure {
+                completion(.failure(failure))
+                return
+            }
             var offset = 0
             while offset < bytes.count {
                 let n = bytes.withUnsafeBytes { raw in
