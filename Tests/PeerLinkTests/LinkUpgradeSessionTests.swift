@@ -94,6 +94,19 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(proposal.detail, "sending 'f-2.bin' (2.0 MiB)", "the timeline says why")
     }
 
+    /// `peerlink send` exits right after `disconnect()`: the group it hosts must be gone by
+    /// then, even when removing it takes a while (seen in the lab: a group left on the radio).
+    func testDisconnectReturnsOnlyAfterTheGroupIsTakenDown() async throws {
+        let p = try await makePair()
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        let (path, _) = try file(p.dir, mib: 2)
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        XCTAssertEqual(p.ub.hostedGroups.count, 1, "the sender hosts the group")
+        p.ub.delayLeaves(by: 0.5)
+        await p.sb.disconnect()
+        XCTAssertEqual(p.ub.hostedGroups, [], "taken down before disconnect() returned")
+    }
+
     func testAPeerThatCannotTakePartRefusesAndTheSessionStaysOnBluetooth() async throws {
         let p = try await makePair(roles: [], unavailable: "wlan0's driver does not support P2P")
         defer { try? FileManager.default.removeItem(atPath: p.dir) }

@@ -12,6 +12,8 @@ public actor Node {
     public nonisolated let transports: [Transport]
     /// Media set up on demand inside a session (Wi-Fi Direct): see `LinkUpgrader`.
     public nonisolated let upgraders: [LinkUpgrader]
+    /// Set-ups being taken down (`LinkUpgrader.leave`), waited for by `Session.disconnect()`.
+    nonisolated let pendingTeardowns = PendingWork()
     /// Most invitations awaiting an answer at once; more are declined.
     public nonisolated let maxPendingInvitations: Int
     /// Seconds an unauthenticated connection may take to complete the handshake and invite.

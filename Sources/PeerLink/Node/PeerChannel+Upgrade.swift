@@ -109,7 +109,7 @@ extension PeerChannel {
                 }
                 if let u = upgrader(medium) {
                     let key = UpgradeID(peer: peer, id: id)
-                    Task { await u.leave(key) }
+                    session.node.pendingTeardowns.start { await u.leave(key) }
                 }
             case let .event(e):
                 upgradeHistory.append(UpgradeRecord(e, at: Date().timeIntervalSince1970))

@@ -145,6 +145,9 @@ public final class Session: Sendable {
     /// Leaves the session gracefully: peers are told, then links close.
     public func disconnect() async {
         for c in registry.all() { await c.leave() }
+        // Groups set up for this node's sessions are taken down before this returns: a
+        // process that exits next must not leave one up on the radio.
+        await node.pendingTeardowns.wait()
     }
 
     /// Leaves the session with one peer.

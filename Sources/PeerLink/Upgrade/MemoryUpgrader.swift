@@ -21,6 +21,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     private var failing: String?
     private var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
     private var left: [UpgradeID] = []
+    private var leaveDelay: Double = 0
     /// Bandwidth, delay and loss of the links on groups this node forms.
     public let groupConditions: MemoryLinkConditions
 
@@ -61,7 +62,12 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
         return TransportEndpoint(medium: medium, host: address, port: 0)
     }
 
+    /// Makes each `leave` take this long, as removing a real group does (tests).
+    public func delayLeaves(by seconds: Double) { lock.withLock { leaveDelay = seconds } }
+
     public func leave(_ id: UpgradeID) async {
+        let delay = lock.withLock { leaveDelay }
+        if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
         let g = lock.withLock { () -> (address: String, listener: TransportListener)? in
             left.append(id)
             return groups.removeValue(forKey: id)
