@@ -87,6 +87,8 @@ final class WiFiDirectParsingTests: XCTestCase {
         XCTAssertEqual(try WPAProperties.group(p).passphrase, "", "a client may not know the passphrase")
         p["Frequency"] = nil
         XCTAssertNil(try WPAProperties.group(p).frequency, "wpa_supplicant 2.10 cannot read a client's Frequency")
+        p["BSSID"] = .variant(.emptyArray(elementSignature: "y"))
+        XCTAssertTrue(try WPAProperties.group(p).bssid.isZero, "an empty BSSID is not known yet, not malformed")
     }
 
     func testMalformedGroupPropertiesAreRejectedWithWhat() {

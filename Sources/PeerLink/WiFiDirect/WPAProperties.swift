@@ -107,7 +107,10 @@ enum WPAProperties {
         guard let ssid = String(validating: ssidBytes, as: UTF8.self) else {
             throw WiFiError.malformedReply("group SSID is not UTF-8")
         }
-        guard let bssidBytes = props["BSSID"]?.bytes, let bssid = MACAddress(bytes: bssidBytes) else {
+        // An empty BSSID means "not known yet" (seen in the lab right after a group started):
+        // it reads as zero, and callers take it from the interface instead.
+        guard let bssidBytes = props["BSSID"]?.bytes,
+              let bssid = bssidBytes.isEmpty ? MACAddress.zero : MACAddress(bytes: bssidBytes) else {
             throw WiFiError.malformedReply("group without a 6-byte BSSID")
         }
         var freq: Int?

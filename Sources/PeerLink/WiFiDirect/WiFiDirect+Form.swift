@@ -67,8 +67,10 @@ extension WiFiDirect {
             guard let frequency = info.frequency else { throw WiFiError.malformedReply("the group owner's group has no Frequency") }
             let ifname = try bus.interfaceInfo(sig.interfaceObject).ifname
             live.group.interface = ifname
+            // The owner's BSSID is its group interface's address, when wpa_supplicant does not know it yet.
+            let bssid = info.bssid.isZero ? WiFiRadios.read("\(sysClassNet)/\(ifname)/address").flatMap { MACAddress($0) } ?? info.bssid : info.bssid
             live.group.credentials = WiFiCredentials(kind: .p2pGroup, ssid: info.ssid, passphrase: info.passphrase, frequency: frequency,
-                                                     bssid: info.bssid, ownerDeviceAddress: WiFiRadios.p2pDeviceAddress(for: radio, devices: devices))
+                                                     bssid: bssid, ownerDeviceAddress: WiFiRadios.p2pDeviceAddress(for: radio, devices: devices))
             register(live)
             live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(ifname, budget: budget) }
             live.group.timings = timings.steps
