@@ -235,6 +235,18 @@ final class BluetoothLabTests: XCTestCase {
             }
             return sha
         }
+        // The sender's side of a link that goes down (an intermittent reset during this
+        // transfer is being chased: both sides' reasons are in the lab log).
+        let senderLog = Task {
+            for await e in sb.events {
+                switch e {
+                case let .linkChanged(_, _, _, up, reason): labLog("B: link up=\(up): \(reason)")
+                case let .resourceFinished(_, _, error?): labLog("B: resource failed: \(error)")
+                default: break
+                }
+            }
+        }
+        defer { senderLog.cancel() }
         let r0 = Date()
         do {
             try await sb.sendResource(at: dir + "/blob.bin", to: a.peerID)
