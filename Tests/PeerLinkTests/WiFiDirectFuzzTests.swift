@@ -125,14 +125,35 @@ final class WiFiDirectFuzzTests: XCTestCase {
         labLogIfVerbose("random wpa_supplicant values accepted by a reader: \(accepted) of 15000")
     }
 
+    /// Credentials JSON whose structure decodes but whose values are drawn from valid and
+    /// invalid ones alike (lengths, control characters, non-ASCII, frequencies off any channel).
+    func wellFormedCredentials() -> [UInt8] {
+        func pick(_ options: [String]) -> String { options.randomElement(using: &rng) ?? "" }
+        let ssid = pick(["", "DIRECT-2e", String(repeating: "s", count: 33), "DIRECT-\\u0007x", "DIRECT-é", "x"])
+        let pass = pick(["cHoaVX12", "short", String(repeating: "p", count: 64), "tab\\there12", "ünïcodé-pass"])
+        let freq = pick(["2412", "5180", "0", "-5", "2413", "99999", "5955"])
+        let kind = pick(["p2p", "softap"])
+        let json = #"{"bssid":"46:00:00:00:00:00","frequency":\#(freq),"kind":"\#(kind)","passphrase":"\#(pass)","ssid":"\#(ssid)"}"#
+        return Array(json.utf8)
+    }
+
     /// Credentials arrive from the peer (inside the session) as JSON: mutated JSON never
     /// crashes, and what decodes is either valid or refused by `validate` with a reason.
     func testReceivedCredentialsAreDecodedAndValidatedSafely() throws {
-        let good = try JSONEncoder().encode(WiFiCredentials(kind: .p2pGroup, ssid: "DIRECT-2e", passphrase: "cHoaVX12", frequency: 2412,
-                                                            bssid: MACAddress("46:00:00:00:00:00")!, ownerDeviceAddress: MACAddress("42:00:00:00:00:00")))
+        // Sorted keys: the encoder's key order is otherwise per process, and the mutations
+        // (so what this test exercises) would change from run to run.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let good = try encoder.encode(WiFiCredentials(kind: .p2pGroup, ssid: "DIRECT-2e", passphrase: "cHoaVX12", frequency: 2412,
+                                                      bssid: MACAddress("46:00:00:00:00:00")!, ownerDeviceAddress: MACAddress("42:00:00:00:00:00")))
         var decoded = 0, refused = 0
         for round in 0..<3000 {
-            let input = round % 3 == 0 ? bytes(120) : mutate(Array(good))
+            let input: [UInt8]
+            switch round % 3 {
+            case 0: input = bytes(120)
+            case 1: input = wellFormedCredentials()
+            default: input = mutate(Array(good))
+            }
             guard let c = try? JSONDecoder().decode(WiFiCredentials.self, from: Data(input)) else { continue }
             decoded += 1
             do {
@@ -144,6 +165,7 @@ final class WiFiDirectFuzzTests: XCTestCase {
                 XCTAssertFalse(why.isEmpty)
             }
         }
+        labLogIfVerbose("credentials: \(decoded) of 3000 decoded, \(refused) refused")
         XCTAssertGreaterThan(decoded, 0, "some mutations still decode, so validate is exercised")
         XCTAssertGreaterThan(refused, 0, "and some of those are refused")
         for _ in 0..<2000 { _ = MACAddress(String(decoding: bytes(20), as: UTF8.self)) }
