@@ -326,9 +326,9 @@ func bluetoothBenchmark(_ args: [String]) async throws {
     } catch {
         print("peerlink  session over RFCOMM: failed: \(error)")
     }
-    // L2CAP: the session's default fragment size (SessionConfig, 16 KiB), which the link's hello
-    // caps (L2CAPConnection.preferredMaxFrame: 4 KiB fragments on ERTM); other sizes
-    // (comma-separated 5th argument, each also capped) are measured for comparison.
+    // L2CAP: the session's default fragment size (SessionConfig, 16 KiB); the link sends each
+    // frame in pieces of its hello's max frame (L2CAPConnection.preferredMaxFrame: 4 KiB on
+    // ERTM, PROTOCOL §6.3); other sizes (comma-separated 5th argument) are measured for comparison.
     let sizes = args.count > 4 ? args[4].split(separator: ",").compactMap { Int($0) } : [SessionConfig().fragmentSize]
     for fragment in sizes {
         do {

@@ -331,8 +331,9 @@ final class BluetoothLabTests: XCTestCase {
     }
 
     func test2L2CAPNodesOverVirtualRadios() async throws {
-        // The default fragment size (16 KiB): each side's hello asks for 4 KiB fragments on an
-        // ERTM link (L2CAPConnection.preferredMaxFrame), so this runs the production path.
+        // The default fragment size (16 KiB): each side's hello asks for 4 KiB messages on an
+        // ERTM link (L2CAPConnection.preferredMaxFrame), so 16 KiB frames go in pieces: the
+        // production path.
         try await scenario("L2CAP BR/EDR", medium: .l2cap, listenOn: hci1, dialFrom: hci0,
                            make: { L2CAPTransport(adapterAddress: $0) }, config: labConfig()) { raw in
             raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })

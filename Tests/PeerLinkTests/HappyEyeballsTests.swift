@@ -66,8 +66,10 @@ final class BothSidesMaintainLinksTests: XCTestCase {
         // b knows only a's Bluetooth path, so b's own link manager has nothing more to dial.
         try await b.invite(PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
                                     endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]), to: sb, timeout: 5)
-        let before = await sa.links().first?.links.count
-        XCTAssertEqual(before, 1)
+        // The inviter's invite returns on the acceptance; the invited side adds the link just
+        // after sending it, so wait for that before telling it more.
+        let joined = await waitUntil(timeout: 10) { (await sa.links().first?.links.count ?? 0) == 1 }
+        XCTAssertTrue(joined, "the invited side has the Bluetooth link")
         // a learns b's record (as its browser would): it dials b's IP path itself, and not
         // b's Bluetooth path, which already has a link.
         await sa.update(PeerInfo(peerID: b.peerID, displayName: "beta", info: [:], endpoints: [

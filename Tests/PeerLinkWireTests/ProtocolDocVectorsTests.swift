@@ -44,7 +44,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
     ]
 
     static let checkedHere: Set<String> = Set(frames.map(\.0)).union([
-        "hello", "hello-responder", "hello-unknown-field", "hello-discovery-info", "txt-rdata", "length-prefixed-noise-message-1",
+        "hello", "hello-responder", "hello-unknown-field", "hello-discovery-info", "txt-rdata", "length-prefixed-noise-message-1", "pieces",
     ])
 
     var doc: DocVectors!
@@ -68,11 +68,19 @@ final class ProtocolDocVectorsTests: XCTestCase {
         }
     }
 
+    func testPiecesVector() throws {
+        let frame: [UInt8] = Frame.unreliable(payload: Array("hell".utf8)).encode()
+        let pieces = FramePieces.split(frame, maxFrame: 4)
+        XCTAssertEqual(pieces.flatMap { $0 }, try doc.hex("pieces"))
+        var joiner = PieceJoiner()
+        XCTAssertEqual(try pieces.compactMap { try joiner.accept($0) }, [frame])
+    }
+
     func testFrameTypeBytesMatchTheDocumentedTables() throws {
         let frameTypes: [(String, UInt8)] = [
             ("frame-invite", 0x01), ("frame-invite-reply", 0x02), ("frame-reliable", 0x03), ("frame-ack", 0x04),
             ("frame-unreliable", 0x05), ("frame-ping", 0x06), ("frame-pong", 0x07), ("frame-close", 0x08),
-            ("frame-bulk", 0x09), ("frame-bulk-ack", 0x0a),
+            ("frame-bulk", 0x09), ("frame-bulk-ack", 0x0a), ("pieces", FramePieces.kind),
         ]
         for (name, type) in frameTypes { XCTAssertEqual(try doc.hex(name).first, type, name) }
         let recordTypes: [(String, UInt8)] = [

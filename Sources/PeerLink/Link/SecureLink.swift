@@ -22,6 +22,11 @@ public final class SecureLink: @unchecked Sendable {
     private var receiveCipher: NoiseCipherState  // used by the single reader only
     /// An error met behind good frames of a batch, reported by the next receive (reader only).
     private var deferredError: Error?
+    /// Joins the pieces of frames the remote split for this link (reader only).
+    private var joiner = PieceJoiner()
+    /// The largest plaintext sent in one message on this link: what the remote's hello asked
+    /// for, when it speaks minor 2 and so joins pieces (PROTOCOL §6.3); nil sends whole frames.
+    public let pieceLimit: Int?
 
     private static let counter = LinkCounter()
 
@@ -37,6 +42,8 @@ public final class SecureLink: @unchecked Sendable {
         self.sendCipher = send
         self.receiveCipher = receive
         self.id = SecureLink.counter.next()
+        pieceLimit = remoteHello.minor >= 2 ? max(FramePieces.minimumPayload + FramePieces.overhead,
+                                                  min(Int(remoteHello.maxFrame), WireLimits.frame)) : nil
     }
 
     /// Runs the handshake as initiator (dialler) or responder. `expecting` closes the link
@@ -108,12 +115,18 @@ public final class SecureLink: @unchecked Sendable {
         }
     }
 
-    /// Encrypts and queues a frame. Frames are sent in the order of calls.
+    /// Encrypts and queues a frame, in pieces when it is larger than this link takes in one
+    /// message. Frames are sent in the order of calls; a frame's pieces are never interleaved.
     public func send(_ frame: Frame) {
+        let encoded = frame.encode()
         lock.lock()
         defer { lock.unlock() }
         do {
-            connection.enqueue(try sendCipher.encrypt(frame.encode()))
+            if let pieceLimit, encoded.count > pieceLimit {
+                for piece in FramePieces.split(encoded, maxFrame: pieceLimit) { connection.enqueue(try sendCipher.encrypt(piece)) }
+            } else {
+                connection.enqueue(try sendCipher.encrypt(encoded))
+            }
         } catch {
             connection.close()
         }
@@ -130,22 +143,29 @@ public final class SecureLink: @unchecked Sendable {
     /// the error comes with the next call. Only one task may call this.
     public func receiveBatch(limit: Int = 64) async throws -> [Frame]? {
         if let e = deferredError { deferredError = nil; throw e }
-        guard let messages = try await connection.receiveBatch(limit: limit) else { return nil }
         var frames: [Frame] = []
-        frames.reserveCapacity(messages.count)
-        for message in messages {
-            do {
-                frames.append(try open(message))
-            } catch {
-                if frames.isEmpty { throw error }
-                deferredError = error
-                break
+        // Pieces of a frame may fill a whole batch: read on until a frame is complete.
+        while frames.isEmpty {
+            guard let messages = try await connection.receiveBatch(limit: limit) else {
+                if joiner.isJoining { throw LinkError.protocolError("the link closed in the middle of a frame's pieces") }
+                return nil
+            }
+            frames.reserveCapacity(messages.count)
+            for message in messages {
+                do {
+                    if let frame = try open(message) { frames.append(frame) }
+                } catch {
+                    if frames.isEmpty { throw error }
+                    deferredError = error
+                    return frames
+                }
             }
         }
         return frames
     }
 
-    private func open(_ message: [UInt8]) throws -> Frame {
+    /// The frame `message` completes: nil when it is a piece of one still being joined.
+    private func open(_ message: [UInt8]) throws -> Frame? {
         let plaintext: [UInt8]
         do {
             plaintext = try receiveCipher.decrypt(message)
@@ -153,7 +173,8 @@ public final class SecureLink: @unchecked Sendable {
             throw LinkError.protocolError("a message failed authentication (\(error))")
         }
         do {
-            return try Frame.decode(plaintext)
+            guard let whole = try joiner.accept(plaintext) else { return nil }
+            return try Frame.decode(whole)
         } catch {
             throw LinkError.protocolError("\(error)")
         }

@@ -87,9 +87,10 @@ public actor Node {
     func setAdvertisedInfo(_ info: DiscoveryInfo?) { advertisedInfo = info }
 
     /// The hello sent over `conn`: its max frame is what this link carries best (a smaller one
-    /// on L2CAP BR/EDR, see `L2CAPConnection.preferredMaxFrame`), so the peer fragments to it.
+    /// on L2CAP, see `L2CAPConnection.preferredMaxFrame`), so the peer sizes its messages on
+    /// this link to it (in pieces, PROTOCOL §6.3).
     func hello(for conn: MessageConnection) -> Hello {
-        let maxFrame = (conn as? L2CAPConnection)?.preferredMaxFrame ?? WireLimits.frame
+        let maxFrame = min(conn.preferredMaxFrame ?? WireLimits.frame, WireLimits.frame)
         return Hello(displayName: displayName, maxFrame: UInt32(maxFrame), sessionToken: token, datagramPort: udp?.port,
                      discoveryInfo: advertisedInfo)
     }

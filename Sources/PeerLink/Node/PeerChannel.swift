@@ -95,7 +95,9 @@ actor PeerChannel {
             Task { await self?.receivedDatagram(payload) }
         }
         links[link.id] = link
-        core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame))
+        // A link that sends in pieces (minor 2) takes frames of any size; only an older peer's
+        // link makes the session cut every frame to fit it.
+        if link.pieceLimit == nil { core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame)) }
         core.sharedMinor = min(UInt8(PeerLinkProtocol.minor), link.remoteHello.minor)
         core.linkUp(link.id, now: Clock.now())
         applyPolicy()

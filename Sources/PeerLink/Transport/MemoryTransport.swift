@@ -12,9 +12,13 @@ public struct MemoryLinkConditions: Sendable, Equatable {
     public var loss: Double = 0
     /// Seed of the loss decisions, so a run can be repeated exactly.
     public var seed: UInt64 = 1
+    /// The largest message the link carries (like an L2CAP MTU), nil for any size up to the
+    /// protocol's. The link's hello asks for frames that fit; a larger message closes the
+    /// connection, as a failed send would.
+    public var maxMessage: Int?
 
-    public init(bandwidth: Int = 0, delay: Double = 0, loss: Double = 0, seed: UInt64 = 1) {
-        self.bandwidth = bandwidth; self.delay = delay; self.loss = loss; self.seed = seed
+    public init(bandwidth: Int = 0, delay: Double = 0, loss: Double = 0, seed: UInt64 = 1, maxMessage: Int? = nil) {
+        self.bandwidth = bandwidth; self.delay = delay; self.loss = loss; self.seed = seed; self.maxMessage = maxMessage
     }
 }
 
@@ -49,12 +53,15 @@ public final class MemoryNetwork: @unchecked Sendable {
         guard !down else { throw TransportError.system(operation: "connect to memory://\(address)", errno: EHOSTUNREACH) }
         guard let handler else { throw TransportError.system(operation: "connect to memory://\(address)", errno: ECONNREFUSED) }
         let ab = MemoryPipe(conditions: cond), ba = MemoryPipe(conditions: cond)
-        let client = MemoryConnection(send: ab, receive: ba, remote: address, medium: medium)
-        let server = MemoryConnection(send: ba, receive: ab, remote: from, medium: medium)
+        let client = MemoryConnection(send: ab, receive: ba, remote: address, medium: medium, maxMessage: cond.maxMessage)
+        let server = MemoryConnection(send: ba, receive: ab, remote: from, medium: medium, maxMessage: cond.maxMessage)
         lock.withLock { pipes[address, default: []].append(contentsOf: [client, server]) }
         handler(server)
         return client
     }
+
+    /// The open connections to `address`, both ends (tests inspect what was sent).
+    func connections(to address: String) -> [MemoryConnection] { lock.withLock { pipes[address] ?? [] } }
 
     /// Silently blackholes every connection to `address`: nothing more is delivered and
     /// nobody is told (like a radio going out of range). New connections to it fail until
@@ -200,12 +207,28 @@ final class MemoryConnection: MessageConnection, @unchecked Sendable {
     let remoteDescription: String
     private let out: MemoryPipe
     private let inbound: MemoryPipe
+    private let maxMessage: Int?
+    private let statsLock = NSLock()
+    private var stats = (oversized: 0, largest: 0)
+    /// Messages sent above `maxMessage` (each closed the connection), and the largest sent.
+    var sendStats: (oversized: Int, largest: Int) { statsLock.withLock { stats } }
 
-    init(send: MemoryPipe, receive: MemoryPipe, remote: String, medium: Medium) {
-        out = send; inbound = receive; remoteDescription = "memory://\(remote)"; self.medium = medium
+    init(send: MemoryPipe, receive: MemoryPipe, remote: String, medium: Medium, maxMessage: Int? = nil) {
+        out = send; inbound = receive; remoteDescription = "memory://\(remote)"; self.medium = medium; self.maxMessage = maxMessage
     }
 
-    func enqueue(_ message: [UInt8]) { out.push(message) }
+    /// What the hello asks the peer to send: whole Noise messages within `maxMessage`.
+    var preferredMaxFrame: Int? { maxMessage.map { max(0, $0 - 16) } }
+
+    func enqueue(_ message: [UInt8]) {
+        let oversized = maxMessage.map { message.count > $0 } ?? false
+        statsLock.withLock {
+            stats.largest = max(stats.largest, message.count)
+            if oversized { stats.oversized += 1 }
+        }
+        if oversized { close(); return }
+        out.push(message)
+    }
     var queuedBytes: Int { 0 }
     func flush() async {}
     func receive() async throws -> [UInt8]? { await inbound.pop() }

@@ -37,10 +37,15 @@ public protocol MessageConnection: AnyObject, Sendable {
     func close()
     /// The remote's numeric IP address, for IP media (used to reach its UDP port).
     var remoteHost: String? { get }
+    /// The largest frame this link carries best in one message (an L2CAP link's MTU less the
+    /// Noise tag), announced in its hello so the peer sizes what it sends on it; nil for
+    /// the protocol's largest.
+    var preferredMaxFrame: Int? { get }
 }
 
 extension MessageConnection {
     public var remoteHost: String? { nil }
+    public var preferredMaxFrame: Int? { nil }
     public func receiveBatch(limit: Int) async throws -> [[UInt8]]? { try await receive().map { [$0] } }
 }
 

@@ -189,7 +189,7 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
     /// The largest session frame PeerLink asks the remote to send on this link (hello TLV 2):
     /// on BR/EDR ERTM, SDUs of `L2CAPTransport.preferredSDU` (a 4 KiB fragment plus framing
     /// and the Noise tag) or the incoming MTU if smaller; otherwise (LE) the incoming MTU.
-    public var preferredMaxFrame: Int {
+    public var preferredMaxFrame: Int? {
         let sdu = isERTM ? min(incomingMTU, L2CAPTransport.preferredSDU) : incomingMTU
         return max(0, sdu - 16)   // the Noise tag
     }

@@ -1,0 +1,107 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+import PeerLinkWire
+
+/// Frames are sized per link when they are sent (PROTOCOL §6.3): a small-MTU link in the
+/// session does not shrink the frames of a fast one, and what it carries after a handover
+/// arrives in pieces that fit it, nothing lost.
+final class LinkPiecesTests: XCTestCase {
+    func testASmallLinkDoesNotShrinkTheFastLinksFramesAndCarriesPiecesAfterAHandover() async throws {
+        let net = MemoryNetwork()
+        // "Bluetooth" takes messages of at most 1100 bytes (a small L2CAP MTU; hellos ask for at least 1024); "Wi-Fi" any size.
+        net.conditions = ["a-bt": MemoryLinkConditions(maxMessage: 1100)]
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [
+            MemoryTransport(network: net, address: "a-bt", emulating: .l2cap),
+            MemoryTransport(network: net, address: "a-ip", emulating: .tcp)])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [
+            MemoryTransport(network: net, address: "b-bt", emulating: .l2cap),
+            MemoryTransport(network: net, address: "b-ip", emulating: .tcp)])
+        var config = SessionConfig()
+        config.keepaliveInterval = 200
+        config.deadAfter = 800
+        let policy = LinkPolicy(.wifiFirst)
+        let sa = Session(node: a, config: config, policy: policy), sb = Session(node: b, config: config, policy: policy)
+        let adv = Advertiser(node: a, service: try ServiceType("pieces"), discovery: MemoryDiscovery())
+        try await adv.start()
+        Task { for await i in adv.invitations { i.accept(into: sa) } }
+        // Wi-Fi first (it carries), then the small link joins: with the old rule its size stuck
+        // for the rest of the session.
+        for (medium, host) in [(Medium.tcp, "a-ip"), (.l2cap, "a-bt")] {
+            try await b.invite(PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
+                                        endpoints: [TransportEndpoint(medium: medium, host: host, port: 0)]), to: sb, timeout: 5)
+        }
+        let peers = await sb.links()
+        XCTAssertEqual(peers.first?.links.count, 2)
+
+        let total = 40, size = 100_000
+        func message(_ i: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ i &* 7) } }
+        let receiver = Task { () -> [Int] in
+            var got: [Int] = []
+            for await e in sa.events {
+                if case let .message(_, bytes, .reliable) = e {
+                    let i = got.count
+                    got.append(bytes == message(i) ? i : -1)
+                }
+                if got.count == total { break }
+            }
+            return got
+        }
+        for i in 0..<total {
+            if i == total / 2 {
+                // What the Wi-Fi link carried so far: whole 16 KiB fragments, not ~1 KiB ones.
+                let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
+                XCTAssertGreaterThan(ipLargest, 16_000, "the fast link's frames are not cut to the small link's size")
+                net.drop("a-ip")  // Wi-Fi goes away with records in flight
+            }
+            try await sb.send(message(i), to: [a.peerID])
+        }
+        let got = await receiver.value
+        XCTAssertEqual(got, Array(0..<total), "every message once, intact, in order, across the handover")
+        let bt = net.connections(to: "a-bt")
+        XCTAssertEqual(bt.count, 2, "the small link stayed up")
+        XCTAssertEqual(bt.map(\.sendStats.oversized), [0, 0], "nothing larger than the small link takes was sent on it")
+        XCTAssertGreaterThan(bt.map(\.sendStats.largest).max() ?? 0, 1000, "it carried pieces of the big frames")
+        let after = await sb.links()
+        XCTAssertEqual(after.first?.links.map(\.medium), [.l2cap])
+        await sb.disconnect()
+        await sa.disconnect()
+    }
+
+    /// Two secure links over one in-memory connection that takes messages of at most 1100
+    /// bytes; `minor` is the protocol minor the receiving side announces.
+    func securePair(receiverMinor: UInt8) async throws -> (sender: SecureLink, receiver: SecureLink, conn: MemoryConnection) {
+        let net = MemoryNetwork()
+        net.conditions = ["r": MemoryLinkConditions(maxMessage: 1100)]
+        let accepted = AsyncStream<MessageConnection>.makeStream()
+        try net.register("r") { accepted.continuation.yield($0) }
+        let client = try net.connect(from: "s", to: "r")
+        var it = accepted.stream.makeAsyncIterator()
+        guard let server = await it.next() else { throw TransportError.closed }
+        let sid = Identity(), rid = Identity()
+        async let s = SecureLink.establish(over: client, initiator: true, identity: sid,
+                                           hello: Hello(displayName: "s", sessionToken: [UInt8](repeating: 1, count: 16)))
+        async let r = SecureLink.establish(over: server, initiator: false, identity: rid,
+                                           hello: Hello(displayName: "r", maxFrame: 1084, sessionToken: [UInt8](repeating: 2, count: 16), minor: receiverMinor))
+        guard let conn = client as? MemoryConnection else { throw TransportError.closed }
+        return (try await s, try await r, conn)
+    }
+
+    func testAFrameLargerThanTheLinkTakesArrivesWholeFromPieces() async throws {
+        let (s, r, conn) = try await securePair(receiverMinor: UInt8(PeerLinkProtocol.minor))
+        XCTAssertEqual(s.pieceLimit, 1084)
+        let big = Frame.unreliable(payload: (0..<20_000).map { UInt8(truncatingIfNeeded: $0) })
+        s.send(big)
+        s.send(.ping(token: 7))
+        var got: [Frame] = []
+        while got.count < 2, let batch = try await r.receiveBatch() { got += batch }
+        XCTAssertEqual(got, [big, .ping(token: 7)])
+        XCTAssertEqual(conn.sendStats.oversized, 0)
+        XCTAssertLessThanOrEqual(conn.sendStats.largest, 1100)
+    }
+
+    func testAPeerBeforeMinor2GetsWholeFramesOnly() async throws {
+        let (s, _, _) = try await securePair(receiverMinor: 1)
+        XCTAssertNil(s.pieceLimit, "a minor-1 peer cannot join pieces: the session cuts frames to its size instead")
+    }
+}
