@@ -28,7 +28,8 @@ public enum Frame: Equatable, Sendable {
     }
 
     public func encode() -> [UInt8] {
-        var w = WireWriter()
+        // Header and payload go into one buffer of the right size: the payload is copied once.
+        var w = WireWriter(capacity: 32 + payloadCount)
         switch self {
         case let .invite(id, timeout, context):
             // Callers check the limit (Node.invite); never write a length that disagrees with the bytes.
@@ -55,6 +56,17 @@ public enum Frame: Equatable, Sendable {
             w.u8(Kind.bulkAck.rawValue); w.u64(upTo)
         }
         return w.bytes
+    }
+
+    /// Bytes of the variable-length part a frame carries (payload, context), for sizing buffers.
+    var payloadCount: Int {
+        switch self {
+        case let .invite(_, _, context): return context.count
+        case let .unreliable(payload): return payload.count
+        case let .reliable(_, record), let .bulk(_, record): return record.payloadCount
+        case let .close(_, text): return text.utf8.count
+        case .inviteReply, .ack, .ping, .pong, .bulkAck: return 0
+        }
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> Frame {
@@ -155,6 +167,16 @@ public enum Record: Equatable, Sendable {
         case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
         case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
         case resourceError = 0x09, linkSetup = 0x0a
+    }
+
+    /// Bytes of the variable-length part of the record (data, names), for sizing buffers.
+    var payloadCount: Int {
+        switch self {
+        case let .messagePart(_, bytes), let .streamData(_, bytes): return bytes.count
+        case let .streamOpen(_, name): return name.utf8.count
+        case let .resourceOffer(_, _, _, name): return 32 + name.utf8.count
+        default: return 64
+        }
     }
 
     func encode(into w: inout WireWriter) {

@@ -10,12 +10,21 @@ public struct LengthPrefixedDeframer: Sendable {
         guard message.count <= WireLimits.noiseMessage else {
             throw WireError.limitExceeded(field: "Noise message size", value: message.count, limit: WireLimits.noiseMessage)
         }
-        var out = [UInt8(message.count >> 8), UInt8(message.count & 0xff)]
-        out.append(contentsOf: message)
-        return out
+        // One allocation of the final size, one copy of the message.
+        return [UInt8](unsafeUninitializedCapacity: 2 + message.count) { out, count in
+            out[0] = UInt8(message.count >> 8)
+            out[1] = UInt8(message.count & 0xff)
+            message.withUnsafeBufferPointer { src in
+                if let base = src.baseAddress { (out.baseAddress! + 2).initialize(from: base, count: src.count) }
+            }
+            count = 2 + message.count
+        }
     }
 
     public mutating func append(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
+
+    /// Appends bytes straight from a read buffer (no intermediate array).
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
 
     /// The next complete message, or nil if more bytes are needed. A zero length is an error
     /// (no valid Noise message is empty on a PeerLink link).
@@ -33,6 +42,12 @@ public struct LengthPrefixedDeframer: Sendable {
     public var pendingBytes: Int { buffer.count - start }
 
     private mutating func compact() {
-        if start > 0 { buffer.removeFirst(start); start = 0 }
+        guard start > 0 else { return }
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)  // all consumed: nothing to move
+        } else {
+            buffer.removeFirst(start)
+        }
+        start = 0
     }
 }

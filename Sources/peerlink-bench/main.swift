@@ -4,6 +4,7 @@
 //   swift run -c release peerlink-bench [MEGABYTES]       loopback TCP vs a raw socket and iperf3
 //   peerlink-bench resource [MEGABYTES]                    only the loopback file transfer (for profiling)
 //   peerlink-bench messages [COUNT]                        only reliable 100 B messages vs raw TCP (for profiling)
+//   peerlink-bench big-messages [MEGABYTES]                only reliable 64 KiB messages (for profiling)
 //   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB [FRAGMENTS]]   inside the Bluetooth lab (scripts/bench-bt.sh):
 //       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
 //       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
@@ -216,6 +217,14 @@ if arguments.first == "messages" {
     let plRate = Double(count) / (try await sessionMessages(count: count, size: 100))
     print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
     print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
+    exit(0)
+}
+if arguments.first == "big-messages" {
+    // peerlink-bench big-messages [MEGABYTES]: only the reliable 64 KiB messages (for profiling them).
+    let mib = arguments.dropFirst().first.flatMap(Int.init) ?? 64
+    let count = mib * 16
+    let r = mbps(count * 65536, try await sessionMessages(count: count, size: 65536))
+    print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s", r))
     exit(0)
 }
 if arguments.first == "resource" {

@@ -407,7 +407,7 @@ actor PeerChannel {
                 continue  // state may have changed while reading
             }
             let n = min(credit, 64 * 1024, chunk.count - used)
-            try core.write(Array(chunk[used..<used + n]), to: id, now: Clock.now())
+            try core.write(chunk[used..<used + n], to: id, now: Clock.now())
             upgrade.bulkActivity(now: Clock.now())
             used += n
             process()
@@ -606,7 +606,7 @@ actor PeerChannel {
                 continue
             }
             let n = min(credit, bytes.count - offset)
-            try core.write(Array(bytes[offset..<offset + n]), to: id, now: Clock.now())
+            try core.write(bytes[offset..<offset + n], to: id, now: Clock.now())
             offset += n
             process()
         }

@@ -9,8 +9,9 @@ import Foundation
 /// spec and is never used. Every message, including its 16-byte tag, is limited to
 /// ``Noise/maxMessageLength`` bytes.
 public struct NoiseCipherState: Sendable {
-    /// The key bytes, or nil before `InitializeKey` (handshake use only; `split()` always sets one).
-    private var key: [UInt8]?
+    /// The key, or nil before `InitializeKey` (handshake use only; `split()` always sets one).
+    /// Built once when the key is set or replaced (`rekey()`), not per message.
+    private var key: CipherKey?
 
     /// The nonce the next counter-based `encrypt`/`decrypt` will use.
     public private(set) var nonce: UInt64
@@ -25,7 +26,7 @@ public struct NoiseCipherState: Sendable {
     /// A cipher state with a 32-byte key (internal callers only; `nonce` is for tests).
     init(key: [UInt8], nonce: UInt64 = 0) {
         precondition(key.count == 32, "ChaChaPoly keys are 32 bytes")
-        self.key = key
+        self.key = CipherKey(SymmetricKey(data: key))
         self.nonce = nonce
     }
 
@@ -61,7 +62,7 @@ public struct NoiseCipherState: Sendable {
         }
         guard plaintext.count <= Noise.maxPlaintextLength else { throw NoiseError.messageTooLong }
         guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
-        return try Self.seal(plaintext, key: key, nonce: nonce, ad: ad)
+        return try Self.seal(plaintext, key: key.value, nonce: nonce, ad: ad)
     }
 
     /// Decrypts with an explicit nonce and leaves the internal counter alone (datagram links;
@@ -71,53 +72,78 @@ public struct NoiseCipherState: Sendable {
         guard let key else { return ciphertext }
         guard ciphertext.count >= Noise.tagLength else { throw NoiseError.messageTooShort }
         guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
-        return try Self.open(ciphertext, key: key, nonce: nonce, ad: ad)
+        return try Self.open(ciphertext, key: key.value, nonce: nonce, ad: ad)
     }
 
     /// The spec's `Rekey()`: replaces the key with the first 32 bytes of
     /// `ENCRYPT(k, 2^64 - 1, empty, 32 zero bytes)`. The nonce counter is unchanged.
     public mutating func rekey() throws {
         guard let key else { throw NoiseError.wrongState("cannot rekey a cipher state without a key") }
-        let sealed = try Self.seal([UInt8](repeating: 0, count: 32), key: key, nonce: UInt64.max, ad: [])
-        self.key = Array(sealed.prefix(32))
+        let sealed = try Self.seal([UInt8](repeating: 0, count: 32), key: key.value, nonce: UInt64.max, ad: [])
+        self.key = CipherKey(SymmetricKey(data: sealed[..<32]))
     }
 
     // MARK: - ChaChaPoly primitives
 
-    /// The 96-bit ChaChaPoly nonce: 4 zero bytes, then the counter as 8 little-endian bytes.
-    static func nonceBytes(_ n: UInt64) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: 12)
-        for i in 0..<8 { bytes[4 + i] = UInt8(truncatingIfNeeded: n >> (8 * UInt64(i))) }
-        return bytes
+    /// The 96-bit ChaChaPoly nonce: 4 zero bytes, then the counter as 8 little-endian bytes,
+    /// built on the stack (no array per message).
+    private static func withNonce<R>(_ n: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let raw: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: n).littleEndian,
+                                             UInt32(truncatingIfNeeded: n >> 32).littleEndian)
+        return try withUnsafeBytes(of: raw, body)
     }
 
-    private static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
+    /// The nonce's bytes (for tests).
+    static func nonceBytes(_ n: UInt64) -> [UInt8] { withNonce(n) { Array($0) } }
+
+    private static func chachaNonce(_ n: UInt64) throws -> ChaChaPoly.Nonce {
+        try withNonce(n) { try ChaChaPoly.Nonce(data: $0) }
+    }
+
+    /// Ciphertext and tag in one array: the only copy after encryption is out of the sealed
+    /// box's combined bytes (nonce, ciphertext, tag) into the result.
+    private static func seal(_ plaintext: [UInt8], key: SymmetricKey, nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
         do {
-            let box = try ChaChaPoly.seal(
-                plaintext,
-                using: SymmetricKey(data: key),
-                nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)),
-                authenticating: ad
-            )
-            return Array(box.ciphertext) + Array(box.tag)
+            let box = try ChaChaPoly.seal(plaintext, using: key, nonce: chachaNonce(nonce), authenticating: ad)
+            let combined = box.combined
+            let skip = combined.count - plaintext.count - Noise.tagLength  // the nonce in front
+            return [UInt8](unsafeUninitializedCapacity: plaintext.count + Noise.tagLength) { out, count in
+                combined.withUnsafeBytes { raw in
+                    let body = UnsafeRawBufferPointer(rebasing: raw[skip...])
+                    UnsafeMutableRawBufferPointer(out).copyMemory(from: body)
+                    count = body.count
+                }
+            }
         } catch {
             throw NoiseError.invalidKey  // only reachable with a malformed key or nonce
         }
     }
 
-    private static func open(_ ciphertext: [UInt8], key: [UInt8], nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
-        let split = ciphertext.count - Noise.tagLength
+    /// The sealed box is built from one buffer (nonce, then ciphertext and tag as received):
+    /// the generic `SealedBox(nonce:ciphertext:tag:)` concatenates three collections, and its
+    /// unspecialised appends cost more than the decryption of a small message.
+    private static func open(_ ciphertext: [UInt8], key: SymmetricKey, nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
+        var combined = Data(capacity: 12 + ciphertext.count)
+        withNonce(nonce) { combined.append(contentsOf: $0) }
+        ciphertext.withUnsafeBytes { combined.append(contentsOf: $0) }
         do {
-            let box = try ChaChaPoly.SealedBox(
-                nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)),
-                ciphertext: ciphertext[..<split],
-                tag: ciphertext[split...]
-            )
-            return Array(try ChaChaPoly.open(box, using: SymmetricKey(data: key), authenticating: ad))
+            let box = try ChaChaPoly.SealedBox(combined: combined)
+            let plain = try ChaChaPoly.open(box, using: key, authenticating: ad)
+            return [UInt8](unsafeUninitializedCapacity: plain.count) { out, count in
+                plain.withUnsafeBytes { UnsafeMutableRawBufferPointer(out).copyMemory(from: $0) }
+                count = plain.count
+            }
         } catch {
             throw NoiseError.decryptFailed
         }
     }
+}
+
+/// A ChaChaPoly key, immutable once built. `SymmetricKey` is not marked `Sendable` by
+/// swift-crypto, but it is a value whose storage is never written after `init`.
+private struct CipherKey: @unchecked Sendable {
+    let value: SymmetricKey
+    init(_ value: SymmetricKey) { self.value = value }
 }
 
 extension NoiseCipherState: CustomStringConvertible {

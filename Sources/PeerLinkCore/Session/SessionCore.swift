@@ -98,7 +98,9 @@ public struct SessionCore: Sendable {
     /// The protocol minor version both sides speak (the smaller of the two hellos'); records
     /// of a later minor are never sent.
     public var sharedMinor: UInt8 = 0
-    private var reassembly: [UInt8] = []
+    /// Fragments of the message being received, joined once when its last one arrives.
+    private var reassembly: [[UInt8]] = []
+    private var reassemblyBytes = 0
 
     // MARK: streams
     enum InboundKind: Sendable { case stream, resource(accepted: Bool) }
@@ -215,12 +217,16 @@ public struct SessionCore: Sendable {
         }
         try checkBacklog()
         let piece = fragmentSize
-        var offset = 0
-        repeat {
-            let end = min(offset + piece, message.count)
-            enqueue(.messagePart(final: end == message.count, bytes: Array(message[offset..<end])))
-            offset = end
-        } while offset < message.count
+        if message.count <= piece {
+            enqueue(.messagePart(final: true, bytes: message))  // one fragment: no copy
+        } else {
+            var offset = 0
+            repeat {
+                let end = min(offset + piece, message.count)
+                enqueue(.messagePart(final: end == message.count, bytes: Array(message[offset..<end])))
+                offset = end
+            } while offset < message.count
+        }
         flush(now: now)
     }
 
@@ -255,13 +261,19 @@ public struct SessionCore: Sendable {
 
     /// Writes stream or resource bytes, at most the stream's credit.
     public mutating func write(_ bytes: [UInt8], to stream: UInt32, now: UInt64) throws {
+        try write(bytes[...], to: stream, now: now)
+    }
+
+    /// Writes a slice of a larger buffer (a chunk read ahead from a file): each fragment is
+    /// copied out of it once, and a slice that is a whole array and fits one fragment not at all.
+    public mutating func write(_ bytes: ArraySlice<UInt8>, to stream: UInt32, now: UInt64) throws {
         guard !isClosed else { throw SessionError.closed }
         guard let credit = outboundCredit[stream] else { throw SessionError.unknownStream(stream) }
         guard bytes.count <= credit else { throw SessionError.noCredit(stream: stream, available: credit) }
         outboundCredit[stream] = credit - bytes.count
-        var offset = 0
-        while offset < bytes.count {
-            let end = min(offset + fragmentSize, bytes.count)
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let end = min(offset + fragmentSize, bytes.endIndex)
             enqueue(.streamData(stream: stream, bytes: Array(bytes[offset..<end])))
             offset = end
         }
@@ -635,16 +647,28 @@ public struct SessionCore: Sendable {
     private mutating func deliver(_ record: Record, now: UInt64) {
         switch record {
         case let .messagePart(final, bytes):
-            guard reassembly.count + bytes.count <= config.maxMessageSize else {
+            guard reassemblyBytes + bytes.count <= config.maxMessageSize else {
                 reassembly = []
+                reassemblyBytes = 0
                 outputs.append(.event(.protocolViolation("message larger than \(config.maxMessageSize) bytes")))
                 return
             }
-            reassembly.append(contentsOf: bytes)
-            if final {
-                outputs.append(.event(.message(reassembly, reliable: true)))
-                reassembly = []
+            guard final else {
+                reassembly.append(bytes)
+                reassemblyBytes += bytes.count
+                return
             }
+            if reassembly.isEmpty {
+                outputs.append(.event(.message(bytes, reliable: true)))  // one fragment: no copy
+                return
+            }
+            var message: [UInt8] = []
+            message.reserveCapacity(reassemblyBytes + bytes.count)
+            for part in reassembly { message.append(contentsOf: part) }
+            message.append(contentsOf: bytes)
+            reassembly = []
+            reassemblyBytes = 0
+            outputs.append(.event(.message(message, reliable: true)))
         case let .streamOpen(id, name):
             guard isRemoteStreamID(id), inbound[id] == nil else {
                 outputs.append(.event(.protocolViolation("stream id \(id) reused or of the wrong side")))
