@@ -244,6 +244,32 @@ final class SessionStreamTests: XCTestCase {
         XCTAssertEqual(p.eventsA.last, .resourceResult(stream: id, ok: false))
     }
 
+    /// The receiver can still fail a resource after the sender wrote its last byte and closed
+    /// (its disk filled, or a write failed): the sender must hear of it, not wait for a
+    /// RESOURCE_RESULT that never comes (seen as a `sendResource` that hung forever).
+    func testAReceiversRefusalAfterTheSenderClosedReachesTheSender() throws {
+        let p = SessionPair()
+        p.a.sharedMinor = 1
+        p.b.sharedMinor = 1
+        p.up(1)
+        let id = try p.a.offerResource(name: "f", size: 4, sha256: [UInt8](repeating: 9, count: 32), now: 0)
+        p.settle()
+        try p.b.acceptResource(id, offset: 0, now: 0)
+        p.settle()
+        try p.a.write([1, 2, 3, 4], to: id, now: 0)
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        XCTAssertNil(p.a.credit(of: id), "nothing more to write")
+        p.b.refuseResource(id, error: .diskFull(held: 2, size: 4), now: 0)
+        p.settle()
+        XCTAssertTrue(p.eventsA.contains(.resourceError(stream: id, error: .diskFull(held: 2, size: 4))))
+        XCTAssertEqual(p.eventsA.last, .streamClosed(stream: id, status: .cancelledByReceiver))
+        // A verdict for a resource that already ended, or was never offered, is ignored.
+        p.b.finishResource(id, ok: true, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsA.last, .streamClosed(stream: id, status: .cancelledByReceiver))
+    }
+
     func testRefusalCarriesItsReasonOnlyToAPeerThatKnowsTheRecord() throws {
         for minor: UInt8 in [0, 1] {
             let p = SessionPair()

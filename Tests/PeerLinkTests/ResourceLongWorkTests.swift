@@ -9,6 +9,7 @@ import XCTest
 final class ResourceLongWorkTests: XCTestCase {
     override func tearDown() {
         FileDigest.Hooks.delayPerChunk = 0
+        IncomingFileWriter.Hooks.holdEveryOtherCompletion = 0
     }
 
     /// Keepalive bound of 600 ms; the simulated hash below takes about 2 s.
@@ -86,6 +87,48 @@ final class ResourceLongWorkTests: XCTestCase {
         }
     }
 
+    /// Many sends in a row, each of which must finish: the receiver's write completions come
+    /// back through separate tasks and may run out of order, which once made it count bytes
+    /// twice near the end ("the sender sent more than the announced 300000 bytes") and cancel
+    /// the transfer after the sender had closed it, a cancel the sender's core then dropped, so
+    /// `sendResource` waited forever (1 run in 4 of this class hung). Every other completion
+    /// is held back here, so they always arrive out of order.
+    func testSendsInARowAllFinishAndNoneHangs() async throws {
+        IncomingFileWriter.Hooks.holdEveryOtherCompletion = 20_000_000
+        let dir = try makeDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let src = dir + "/row.bin"
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: src))
+        for round in 0..<4 {
+            let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
+                                            discovery: LoopbackDiscovery())
+            let inbox = dir + "/inbox-\(round)"
+            let failures = LossLog()
+            let watcher = Task {
+                for await e in p.sa.events {
+                    if case let .resourceOffered(o) = e { try? await p.sa.accept(o, into: inbox) }
+                    if case let .resourceFinished(_, _, error?) = e { failures.add(error) }
+                }
+            }
+            for k in 0..<3 {
+                let send = Task { try await p.sb.sendResource(at: src, to: p.a.peerID) }
+                let outcome = ResultBox()
+                Task { do { try await send.value; outcome.set("ok") } catch { outcome.set("\(error)") } }
+                let ended = await waitUntil(timeout: 30) { outcome.value != nil }
+                if !ended {
+                    send.cancel()
+                    let state = await p.sb.debugState() + "\n" + (await p.sa.debugState())
+                    return XCTFail("send \(k) of round \(round) never finished:\n\(state)")
+                }
+                XCTAssertEqual(outcome.value, "ok", "send \(k) of round \(round)")
+            }
+            XCTAssertEqual(failures.lines, [], "round \(round)")
+            watcher.cancel()
+            await p.sb.disconnect()
+            await p.sa.disconnect()
+        }
+    }
+
     func testKeepalivesGoOnWhileTheReceiverChecksAResumedPart() async throws {
         let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
                                         discovery: LoopbackDiscovery(), config: Self.shortKeepalive)
@@ -113,6 +156,13 @@ final class LossLog: @unchecked Sendable {
     let inbox = LossLog.inboxPath
     func add(_ s: String) { lock.withLock { items.append(s) } }
     var lines: [String] { lock.withLock { items } }
+}
+
+final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var item: String?
+    func set(_ s: String) { lock.withLock { item = s } }
+    var value: String? { lock.withLock { item } }
 }
 
 final class StageLog: @unchecked Sendable {

@@ -159,3 +159,25 @@ final class IncomingFileWriter: @unchecked Sendable {
         }
     }
 }
+
+extension IncomingFileWriter {
+    /// Test hooks.
+    enum Hooks {
+        private static let lock = NSLock()
+        nonisolated(unsafe) private static var hold: UInt64 = 0
+        nonisolated(unsafe) private static var calls = 0
+        /// Nanoseconds by which every other write's completion is held back (0: none), so
+        /// completions reach the channel out of order. Tests only.
+        static var holdEveryOtherCompletion: UInt64 {
+            get { lock.withLock { hold } }
+            set { lock.withLock { hold = newValue; calls = 0 } }
+        }
+        static func holdCompletion() -> UInt64 {
+            lock.withLock {
+                guard hold > 0 else { return 0 }
+                calls += 1
+                return calls % 2 == 1 ? hold : 0
+            }
+        }
+    }
+}

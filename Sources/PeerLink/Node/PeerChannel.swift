@@ -520,18 +520,25 @@ actor PeerChannel {
         f.queued += UInt64(bytes.count)
         receiving[id] = f
         let count = bytes.count
+        let hold = IncomingFileWriter.Hooks.holdCompletion()
         f.writer.write(bytes) { [weak self] result in
-            Task { await self?.written(id, count, result) }
+            Task {
+                if hold > 0 { try? await Task.sleep(nanoseconds: hold) }
+                await self?.written(id, count, result)
+            }
         }
     }
 
     private func written(_ id: UInt32, _ count: Int, _ result: Result<UInt64, IncomingFileWriter.Failure>) {
         guard var f = receiving[id] else { return }
         switch result {
-        case let .success(held):
+        case .success:
+            // Completions come back through separate tasks, so they may run out of order:
+            // count what each one wrote rather than trusting the latest `held` (which may
+            // include bytes whose own completion, still counted in `queued`, has not run).
             f.queued -= UInt64(count)
             f.reservation?.wrote(UInt64(count))
-            f.received = max(f.received, held)
+            f.received += UInt64(count)
             receiving[id] = f
             if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
                 receiving[id]?.lastReported = f.received
@@ -650,5 +657,15 @@ actor PeerChannel {
                                 reason: why)
         }
         return PeerLinks(peer: peer, displayName: displayName, state: state, links: list, upgrades: upgradeHistory)
+    }
+}
+
+extension PeerChannel {
+    /// The channel's state in one line, for diagnosing a transfer that does not progress.
+    func debugState() -> String {
+        let inbound = receiving.map { "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size)" }
+        return "peer \(peer.short) ended=\(ended) links=\(links.keys.sorted()) waiters=\(waiters.count) "
+            + "accepted=\(accepted) results=\(results) refused=\(refused) offers=\(offers.keys.sorted()) receiving=\(inbound) "
+            + "unacked=\(core.unacknowledgedBytes) bulkBacklog=\(core.bulkBacklogBytes) ackPaused=\(core.acknowledgementsPaused)"
     }
 }

@@ -312,3 +312,12 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
         stepMillis = e.sinceLastStep; sinceProposalMillis = e.sinceProposal; detail = e.detail
     }
 }
+
+extension Session {
+    /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).
+    func debugState() async -> String {
+        var lines: [String] = ["unread events: \(unread.value)"]
+        for c in registry.all() { lines.append(await c.debugState()) }
+        return lines.joined(separator: "\n")
+    }
+}

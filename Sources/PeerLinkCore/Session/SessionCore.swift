@@ -107,6 +107,9 @@ public struct SessionCore: Sendable {
     struct Inbound: Sendable { var kind: InboundKind; var creditLeft: Int; var consumedSinceGrant: Int }
     private var inbound: [UInt32: Inbound] = [:]
     private var outboundCredit: [UInt32: Int] = [:]
+    /// Outgoing resources, from the offer until the receiver's verdict (RESOURCE_RESULT, or
+    /// its cancel): after the sender's own close the receiver can still refuse the bytes.
+    private var outgoingResources: Set<UInt32> = []
     private var nextStreamID: UInt32
 
     private var outputs: [SessionOutput] = []
@@ -251,6 +254,7 @@ public struct SessionCore: Sendable {
         }
         let id = allocateStreamID()
         outboundCredit[id] = 0
+        outgoingResources.insert(id)
         enqueue(.resourceOffer(stream: id, size: size, sha256: sha256, name: name))
         flush(now: now)
         return id
@@ -283,6 +287,7 @@ public struct SessionCore: Sendable {
     /// Ends an outgoing stream normally, or cancels a stream in either direction.
     public mutating func close(stream: UInt32, cancel: Bool, now: UInt64) {
         if outboundCredit.removeValue(forKey: stream) != nil {
+            if cancel { outgoingResources.remove(stream) }
             enqueue(.streamClose(stream: stream, status: cancel ? .cancelledBySender : .finished))
         } else if inbound.removeValue(forKey: stream) != nil {
             enqueue(.streamClose(stream: stream, status: .cancelledByReceiver))
@@ -700,7 +705,10 @@ public struct SessionCore: Sendable {
             outputs.append(.event(.streamWritable(stream: id)))
         case let .streamClose(id, status):
             if status == .cancelledByReceiver {
-                guard outboundCredit.removeValue(forKey: id) != nil else { return }
+                // A resource the sender already finished writing is still the receiver's to
+                // refuse (its write or check failed): the sender must hear of it.
+                let resourceAwaitingVerdict = outgoingResources.remove(id) != nil
+                guard outboundCredit.removeValue(forKey: id) != nil || resourceAwaitingVerdict else { return }
             } else {
                 if case .resource? = inbound[id]?.kind, status == .finished {
                     // The resource stays open until the receiver reports the hash check.
@@ -715,10 +723,11 @@ public struct SessionCore: Sendable {
             outputs.append(.event(.resourceAccepted(stream: id, offset: offset)))
         case let .resourceResult(id, ok):
             outboundCredit.removeValue(forKey: id)
+            guard outgoingResources.remove(id) != nil else { return }
             outputs.append(.event(.resourceResult(stream: id, ok: ok)))
         case let .resourceError(id, error):
             // Only for our own outgoing resources; the STREAM_CLOSE behind it ends the stream.
-            guard outboundCredit[id] != nil else { return }
+            guard outgoingResources.contains(id) else { return }
             outputs.append(.event(.resourceError(stream: id, error: error)))
         case let .linkSetup(setup):
             outputs.append(.event(.linkSetup(setup)))
