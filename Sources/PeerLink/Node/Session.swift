@@ -166,12 +166,19 @@ public final class Session: Sendable {
         await manager(for: peer.peerID).adopt(node: node, info: peer, live: live)
     }
 
-    /// Feeds every found or updated record of `browser` to `update(_:)`.
+    /// Feeds every found or updated record of `browser` to `update(_:)`, in the order the
+    /// browser saw them (a task per record could apply an older record after a newer one).
     public func follow(_ browser: Browser) {
-        browser.addObserver { [weak self] event in
-            guard let self else { return }
+        let (records, feed) = AsyncStream.makeStream(of: PeerInfo.self, bufferingPolicy: .unbounded)
+        Task { [weak self] in
+            for await p in records {
+                guard let self else { return }
+                await self.update(p)
+            }
+        }
+        browser.addObserver { event in
             switch event {
-            case let .found(p), let .updated(p): Task { await self.update(p) }
+            case let .found(p), let .updated(p): feed.yield(p)
             default: break
             }
         }
