@@ -17,6 +17,9 @@ public struct LengthPrefixedDeframer: Sendable {
 
     public mutating func append(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
 
+    /// Appends bytes straight from a read buffer (no intermediate array).
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+
     /// The next complete message, or nil if more bytes are needed. A zero length is an error
     /// (no valid Noise message is empty on a PeerLink link).
     public mutating func next() throws -> [UInt8]? {

@@ -31,20 +31,31 @@ func seconds(_ body: () async throws -> Void) async rethrows -> Double {
 
 func mbps(_ bytes: Int, _ s: Double) -> Double { Double(bytes) / s / 1_048_576 }
 
+/// A connection's descriptor switched back to blocking calls, for a baseline that uses it
+/// directly (PeerLink's connections are non-blocking and served by its I/O loop; the
+/// connection itself must not be used afterwards).
+func blockingDescriptor(_ c: FDConnection) -> Int32 {
+    let fd = c.rawDescriptor
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    return fd
+}
+
 /// Seconds for `write` to push `bytes` bytes through a raw loopback TCP connection whose far
 /// end only counts them (no framing, no encryption): the baselines.
 func rawTCPSeconds(bytes: Int, write: @escaping (Int32) throws -> Void) async throws -> Double {
     let received = OneShotDouble()
     let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
         guard let c = conn as? FDConnection else { return }
+        let fd = blockingDescriptor(c)
         Thread {
             var buf = [UInt8](repeating: 0, count: 1 << 16)
             var got = 0
             while got < bytes {
-                let n = buf.withUnsafeMutableBytes { recv(c.rawDescriptor, $0.baseAddress, $0.count, 0) }
+                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n <= 0 { break }
                 got += n
             }
+            withExtendedLifetime(c) {}  // the connection owns the descriptor
             received.set()
         }.start()
     }
@@ -52,7 +63,7 @@ func rawTCPSeconds(bytes: Int, write: @escaping (Int32) throws -> Void) async th
     let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: 5)
     guard let c = conn as? FDConnection else { return 0 }
     return try await seconds {
-        try write(c.rawDescriptor)
+        try write(blockingDescriptor(c))
         await received.wait()
     }
 }
