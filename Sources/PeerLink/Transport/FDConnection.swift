@@ -213,6 +213,7 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
     private func writeStream(_ chunks: [[UInt8]], offset: Int) -> (Int, Int, Int32?) {
         var vectors: [iovec] = []
         vectors.reserveCapacity(chunks.count)
+        var error: Int32 = 0
         let n = FDConnection.withVectors(chunks, index: 0, offset: offset, room: maxWriteChunk, &vectors) { v in
             var header = msghdr()
             return v.withUnsafeMutableBufferPointer { p -> Int in
@@ -220,12 +221,13 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
                 header.msg_iovlen = p.count
                 while true {
                     let r = sendmsg(fd, &header, Int32(MSG_NOSIGNAL))
-                    if r < 0, errno == EINTR { continue }
-                    return r
+                    if r >= 0 { return r }
+                    error = errno  // before anything else can touch it
+                    if error != EINTR { return r }
                 }
             }
         }
-        if n < 0 { return (0, 0, errno) }
+        if n < 0 { return (0, 0, error) }
         return (n, 0, nil)
     }
 
@@ -251,10 +253,15 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
         var bytes = 0
         for (i, m) in messages.enumerated() {
             while true {
-                let r = m.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                var error: Int32 = 0
+                let r = m.withUnsafeBytes { raw -> Int in
+                    let r = Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                    if r < 0 { error = errno }
+                    return r
+                }
                 if r >= 0 { break }  // a datagram leaves whole or not at all
-                if errno == EINTR { continue }
-                return (bytes, i, errno)
+                if error == EINTR { continue }
+                return (bytes, i, error)
             }
             bytes += m.count
         }
