@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -30,4 +31,32 @@ int peerlink_netlink_route_open(void) {
 
 int peerlink_name_this_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+_Static_assert(PEERLINK_EPOLLIN == EPOLLIN && PEERLINK_EPOLLOUT == EPOLLOUT && PEERLINK_EPOLLERR == EPOLLERR
+               && PEERLINK_EPOLLHUP == EPOLLHUP && PEERLINK_EPOLLRDHUP == EPOLLRDHUP, "epoll event bits");
+_Static_assert(PEERLINK_EPOLL_ADD == EPOLL_CTL_ADD && PEERLINK_EPOLL_DEL == EPOLL_CTL_DEL && PEERLINK_EPOLL_MOD == EPOLL_CTL_MOD,
+               "epoll_ctl operations");
+
+int peerlink_epoll_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+int peerlink_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = events;
+    ev.data.u64 = token;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+int peerlink_epoll_wait(int epfd, uint32_t *events, uint64_t *tokens, int max, int timeout_ms) {
+    struct epoll_event ev[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, ev, max, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        events[i] = ev[i].events;
+        tokens[i] = ev[i].data.u64;
+    }
+    return n;
 }

@@ -10,6 +10,8 @@
 //       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
 //   peerlink-bench bluetooth-one rfcomm|l2cap TX RX [MIB]   one session run in the lab (Hardware/bt-lab/paired-bench.sh)
 //   peerlink-bench handover-recv|handover-send …           the PeerLink half of scripts/bench-handover.sh
+//   peerlink-bench idle [PEERS]                            threads and resident memory of one process holding
+//       PEERS idle loopback sessions (both ends in this process: 2 x PEERS connections)
 import CPeerLinkSys
 import Foundation
 import PeerLink
@@ -30,20 +32,31 @@ func seconds(_ body: () async throws -> Void) async rethrows -> Double {
 
 func mbps(_ bytes: Int, _ s: Double) -> Double { Double(bytes) / s / 1_048_576 }
 
+/// A connection's descriptor switched back to blocking calls, for a baseline that uses it
+/// directly (PeerLink's connections are non-blocking and served by its I/O loop; the
+/// connection itself must not be used afterwards).
+func blockingDescriptor(_ c: FDConnection) -> Int32 {
+    let fd = c.rawDescriptor
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    return fd
+}
+
 /// Seconds for `write` to push `bytes` bytes through a raw loopback TCP connection whose far
 /// end only counts them (no framing, no encryption): the baselines.
 func rawTCPSeconds(bytes: Int, write: @escaping (Int32) throws -> Void) async throws -> Double {
     let received = OneShotDouble()
     let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
         guard let c = conn as? FDConnection else { return }
+        let fd = blockingDescriptor(c)
         Thread {
             var buf = [UInt8](repeating: 0, count: 1 << 16)
             var got = 0
             while got < bytes {
-                let n = buf.withUnsafeMutableBytes { recv(c.rawDescriptor, $0.baseAddress, $0.count, 0) }
+                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n <= 0 { break }
                 got += n
             }
+            withExtendedLifetime(c) {}  // the connection owns the descriptor
             received.set()
         }.start()
     }
@@ -51,7 +64,7 @@ func rawTCPSeconds(bytes: Int, write: @escaping (Int32) throws -> Void) async th
     let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: 5)
     guard let c = conn as? FDConnection else { return 0 }
     return try await seconds {
-        try write(c.rawDescriptor)
+        try write(blockingDescriptor(c))
         await received.wait()
     }
 }
@@ -181,6 +194,47 @@ func handshakes(n: Int) async throws -> (raw: Double, noise: Double) {
     return (raw / Double(n), noise / Double(n))
 }
 
+/// A line of /proc/self/status ("Threads", "VmRSS") as a number (kB for sizes).
+func processStatus(_ key: String) -> Int {
+    let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
+        return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") ?? 0
+    }
+    return 0
+}
+
+/// One listening node and `peers` dialling nodes, each with a session to it, then idle: the
+/// process's thread count and resident memory before and after.
+func idleSessions(peers: Int) async throws {
+    let threads0 = processStatus("Threads"), rss0 = processStatus("VmRSS")
+    let a = try Node(identity: Identity(), displayName: "idle-a", transports: [TCPTransport(bindHost: "127.0.0.1")])
+    let sa = Session(node: a)
+    let adv = Advertiser(node: a, service: try ServiceType("idle"), discovery: MemoryDiscovery())
+    try await adv.start()
+    Task { for await i in adv.invitations { i.accept(into: sa) } }
+    guard let port = try await a.start()[.tcp] else { throw TransportError.closed }
+    let info = PeerInfo(peerID: a.peerID, displayName: "idle-a", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
+    let threads1 = processStatus("Threads"), rss1 = processStatus("VmRSS")
+    var sessions: [Session] = []
+    for i in 0..<peers {
+        let b = try Node(identity: Identity(), displayName: "idle-\(i)", transports: [TCPTransport(bindHost: "127.0.0.1")])
+        let sb = Session(node: b)
+        try await b.invite(info, to: sb, timeout: 10)
+        sessions.append(sb)
+    }
+    try await Task.sleep(for: .seconds(2))  // let connection set-up threads finish
+    let threads2 = processStatus("Threads"), rss2 = processStatus("VmRSS")
+    print("idle      process at start            \(threads0) threads  \(rss0 / 1024) MiB resident")
+    print("idle      one listening node          \(threads1) threads  \(rss1 / 1024) MiB resident")
+    print("idle      + \(peers) sessions (\(2 * peers) conns)  \(threads2) threads  \(rss2 / 1024) MiB resident"
+          + String(format: "   (+%d threads, +%.1f MiB)", threads2 - threads1, Double(rss2 - rss1) / 1024))
+    for s in sessions { await s.disconnect() }
+}
+
+if arguments.first == "idle" {
+    try await idleSessions(peers: arguments.dropFirst().first.flatMap(Int.init) ?? 64)
+    exit(0)
+}
 if arguments.first == "handover-recv" {
     try await HandoverBench.receive(Array(arguments.dropFirst()))
     exit(0)

@@ -103,8 +103,11 @@ final class ResourceDiskSpaceTests: XCTestCase {
             XCTAssertTrue("\(reason)".hasPrefix("not enough space on the receiver: 32.0 MiB offered, "), "\(reason)")
         }
         try await waitUntil(timeout: 10) { receiver.lines.contains { $0.hasPrefix("refused f.bin: not enough space on the receiver") } }
-        let parts = (try? FileManager.default.contentsOfDirectory(atPath: inbox + "/.peerlink-partial")) ?? []
-        XCTAssertEqual(parts, [], "nothing is left on the receiver's disk")
+        // The refused part file is removed on its writer's queue, which may still be at it when
+        // the refusal reaches the sender (the sockets' I/O loop delivers it in one hop).
+        let partials = { (try? FileManager.default.contentsOfDirectory(atPath: inbox + "/.peerlink-partial")) ?? [] }
+        _ = await waitUntil(timeout: 10) { partials().isEmpty }
+        XCTAssertEqual(partials(), [], "nothing is left on the receiver's disk")
 
         // The margin counts too: a 4 MiB file fits, but not while keeping 14 MiB free.
         let small = try file(src, "g.bin", mib: 4, seed: 2)

@@ -1,3 +1,4 @@
+import CPeerLinkSys
 import Foundation
 import PeerLinkWire
 #if canImport(Glibc)
@@ -6,14 +7,21 @@ import Glibc
 
 /// The node's UDP socket for unreliable sends. Datagrams are routed by their path token to
 /// the link that registered it; anything that does not parse is dropped and counted.
-public final class UDPSocket: @unchecked Sendable {
+///
+/// Received on the process's `IOLoop` (no thread of its own); sends never wait: a datagram
+/// the socket has no room for is dropped like any other lost datagram.
+public final class UDPSocket: IOLoopHandler, @unchecked Sendable {
     let fd: Int32
+    private let loop: IOLoop
+    private var token: UInt64 = 0  // set once in init
     public let port: UInt16
     private let localFamily: Int32
     private let lock = NSLock()
     private var handlers: [[UInt8]: @Sendable (DatagramEnvelope) -> Void] = [:]
     private var closed = false
     private var dropped = 0
+    private var reading = false  // the loop is in ioReady: close leaves the descriptor to it
+    private var fdClosed = false
 
     /// Binds `host` ("::" for all addresses, dual-stack, falling back to IPv4) on `port` (0: any).
     public init(bindHost: String = "::", port: UInt16 = 0) throws {
@@ -21,9 +29,20 @@ public final class UDPSocket: @unchecked Sendable {
         self.fd = bound.fd
         self.localFamily = bound.family
         self.port = bound.port
-        let t = Thread { [self] in receiveLoop() }
-        t.name = "peerlink.udp"
-        t.start()
+        loop = IOLoop.shared
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        token = loop.attach(self)
+        let e = loop.control(PEERLINK_EPOLL_ADD, fd: fd, events: PEERLINK_EPOLLIN, token: token)
+        if e != 0 {
+            loop.detach(token)
+            Glibc.close(fd)
+            throw TransportError.system(operation: "watch the UDP socket on port \(port) (epoll_ctl)", errno: e)
+        }
+    }
+
+    deinit {
+        loop.detach(token)
+        if !fdClosed { Glibc.close(fd) }
     }
 
     /// Datagrams received that were malformed or for no known path.
@@ -47,27 +66,42 @@ public final class UDPSocket: @unchecked Sendable {
         }
     }
 
-    private func receiveLoop() {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            if lock.withLock({ closed }) { break }
-            guard let env = try? DatagramEnvelope.decode(Array(buffer[0..<n])),
+    /// Reads what has arrived (on the loop's thread), at most 64 datagrams per turn.
+    func ioReady(_ events: UInt32, scratch: UnsafeMutableRawBufferPointer) {
+        guard lock.withLock({ () -> Bool in
+            if closed { return false }
+            reading = true
+            return true
+        }) else { return }
+        for _ in 0..<64 {
+            let n = recv(fd, scratch.baseAddress, scratch.count, 0)
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { break }  // nothing more queued, or an error (ICMP) that this call cleared
+            guard let env = try? DatagramEnvelope.decode(Array(UnsafeRawBufferPointer(start: scratch.baseAddress, count: n))),
                   let h = lock.withLock({ handlers[env.token] }) else {
                 lock.withLock { dropped += 1 }
                 continue
             }
             h(env)
         }
-        Glibc.close(fd)
+        let closeNow: Bool = lock.withLock {
+            reading = false
+            guard closed, !fdClosed else { return false }
+            fdClosed = true
+            return true
+        }
+        if closeNow { Glibc.close(fd) }
     }
 
     public func close() {
-        let first: Bool = lock.withLock { defer { closed = true }; return !closed }
-        if first { shutdown(fd, Int32(SHUT_RDWR)) }
+        let closeNow: Bool = lock.withLock {
+            guard !closed else { return false }
+            closed = true
+            _ = loop.control(PEERLINK_EPOLL_DEL, fd: fd, events: 0, token: token)
+            guard !reading else { return false }  // the loop closes it when it is done
+            fdClosed = true
+            return true
+        }
+        if closeNow { Glibc.close(fd) }
     }
 }
