@@ -203,6 +203,13 @@ func processStatus(_ key: String) -> Int {
     return 0
 }
 
+/// User plus system CPU seconds this process has used.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 /// One listening node and `peers` dialling nodes, each with a session to it, then idle: the
 /// process's thread count and resident memory before and after.
 func idleSessions(peers: Int) async throws {
@@ -228,6 +235,14 @@ func idleSessions(peers: Int) async throws {
     print("idle      one listening node          \(threads1) threads  \(rss1 / 1024) MiB resident")
     print("idle      + \(peers) sessions (\(2 * peers) conns)  \(threads2) threads  \(rss2 / 1024) MiB resident"
           + String(format: "   (+%d threads, +%.1f MiB)", threads2 - threads1, Double(rss2 - rss1) / 1024))
+    // CPU the idle sessions cost (both ends are in this process: 2 x PEERS session ends, each
+    // sending keepalives at the default interval).
+    let seconds = 10.0
+    let cpu0 = processCPUSeconds()
+    try await Task.sleep(for: .seconds(seconds))
+    let cpu = processCPUSeconds() - cpu0
+    print(String(format: "idle      CPU over %.0f s with %d sessions (%d session ends): %.3f s = %.2f %% of a core (keepalive every %d ms)",
+                 seconds, peers, 2 * peers, cpu, 100 * cpu / seconds, Int(SessionConfig().keepaliveInterval)))
     for s in sessions { await s.disconnect() }
 }
 
