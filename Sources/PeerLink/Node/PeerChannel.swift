@@ -21,6 +21,8 @@ actor PeerChannel {
     /// The latest negotiation steps, for `peerlink links`.
     var upgradeHistory: [UpgradeRecord] = []
     private var tickTask: Task<Void, Never>?
+    /// The tick loop's current wait while the session is quiet (see `nap`).
+    private var quietNap: Task<Void, Never>?
     private var waiters: [CheckedContinuation<Void, Never>] = []
     /// The policy's current choice, and when each link came up (for its dwell time).
     private var choice = LinkChoice()
@@ -120,10 +122,15 @@ actor PeerChannel {
             }
         }
         if tickTask == nil {
-            let interval = UInt64(max(20, min(100, core.config.keepaliveInterval / 4, core.config.suspectAfter / 4))) * 1_000_000
+            // Busy: often enough to notice a stalled carrier within `suspectAfter`. Quiet
+            // (nothing in flight or owed): a few times per keepalive interval; the nap ends
+            // early as soon as there is something to do (`process`).
+            let busy = UInt64(max(20, min(100, core.config.keepaliveInterval / 4, core.config.suspectAfter / 4)))
+            let quiet = max(busy, min(250, core.config.keepaliveInterval / 4))
             tickTask = Task { [weak self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(nanoseconds: interval)
+                    guard let nap = await self?.nap(busy: busy, quiet: quiet) else { return }
+                    await nap.value
                     await self?.tick()
                 }
             }
@@ -140,6 +147,16 @@ actor PeerChannel {
     private func receivedDatagram(_ payload: [UInt8]) {
         guard !ended else { return }
         session.emit(.message(from: peer, bytes: payload, mode: .unreliable))
+    }
+
+    /// The wait before the next tick; a quiet one is kept in `quietNap` so that `process`
+    /// can end it when work appears.
+    private func nap(busy: UInt64, quiet: UInt64) -> Task<Void, Never> {
+        let isQuiet = core.isQuiet && (upgrade.phase == .idle || upgrade.phase == .up)
+        let ms = isQuiet ? quiet : busy
+        let nap = Task<Void, Never> { _ = try? await Task.sleep(nanoseconds: ms * 1_000_000) }
+        quietNap = isQuiet ? nap : nil
+        return nap
     }
 
     private func tick() {
@@ -202,6 +219,12 @@ actor PeerChannel {
     // MARK: the core's outputs
 
     func process() {
+        defer {
+            if let nap = quietNap, !core.isQuiet || (upgrade.phase != .idle && upgrade.phase != .up) {
+                quietNap = nil
+                nap.cancel()
+            }
+        }
         core.acknowledgementsPaused = session.readerIsBehind
         for output in core.takeOutputs() {
             switch output {

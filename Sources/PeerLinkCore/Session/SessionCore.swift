@@ -167,6 +167,14 @@ public struct SessionCore: Sendable {
     }
     /// Reliable bytes not yet acknowledged (sent or queued), over both lanes.
     public var unacknowledgedBytes: Int { mainLane.outboxBytes + bulkLane.outboxBytes }
+    /// Nothing to send, resend or acknowledge and no link under suspicion: until the next
+    /// keepalive is due, `tick` has nothing to do, so the edge may call it less often (an idle
+    /// peer then costs a few wake-ups a second, not one per `suspectAfter / 4`).
+    public var isQuiet: Bool {
+        !isClosed && mainLane.outboxBytes == 0 && bulkLane.outboxBytes == 0
+            && mainLane.receivedSinceAck == 0 && bulkLane.receivedSinceAck == 0
+            && !links.values.contains { $0.suspect }
+    }
     /// Message bytes queued behind the main lane's window.
     public var backlogBytes: Int { mainLane.backlogBytes }
     /// Stream and resource bytes queued behind the bulk lane's window.
