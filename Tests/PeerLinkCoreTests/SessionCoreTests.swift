@@ -1,4 +1,5 @@
 import XCTest
+import DocVectors
 import PeerLinkWire
 @testable import PeerLinkCore
 

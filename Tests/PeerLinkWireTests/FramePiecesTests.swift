@@ -1,4 +1,5 @@
 import XCTest
+import DocVectors
 @testable import PeerLinkWire
 
 /// Link-level pieces (PROTOCOL §6.3): a frame split for a small link is joined back exactly;
@@ -86,15 +87,3 @@ final class FramePiecesTests: XCTestCase {
     }
 }
 
-/// A small seeded generator for repeatable fuzzing.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
