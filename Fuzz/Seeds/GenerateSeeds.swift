@@ -86,6 +86,14 @@ struct GenerateSeeds {
          DatagramEnvelope(token: [UInt8](repeating: 0, count: 8), nonce: .max, ciphertext: [UInt8](repeating: 1, count: 16)).encode()]
     }
 
+    /// Link messages as `length u16 | bytes`: a frame in pieces, with a whole frame between.
+    static var pieces: [[UInt8]] {
+        func msgs(_ m: [[UInt8]]) -> [UInt8] { m.flatMap { [UInt8($0.count >> 8), UInt8($0.count & 0xff)] + $0 } }
+        let frame = Frame.unreliable(payload: Array(repeating: 0x61, count: 700)).encode()
+        let pieces = FramePieces.split(frame, maxFrame: 256)
+        return [msgs(pieces), msgs([pieces[0], Frame.ping(token: 1).encode()] + pieces.dropFirst()), msgs([Frame.ack(upTo: 3).encode()])]
+    }
+
     static func main() {
         let args = CommandLine.arguments
         guard args.count == 3 else { fatalError("usage: GenerateSeeds <Target> <directory>") }
@@ -96,6 +104,7 @@ struct GenerateSeeds {
         case "TXTFuzz": seeds = txt + [try! BluetoothAdvert(version: 1, peerIDPrefix: [1, 2, 3, 4, 5, 6], rfcommChannel: 3, l2capPSM: 0x1001).encode()]
         case "DeframerFuzz": seeds = streams
         case "DatagramFuzz": seeds = datagrams
+        case "PiecesFuzz": seeds = pieces
         default: seeds = []  // a target without generated seeds starts from an empty corpus
         }
         for (i, s) in seeds.enumerated() { write(s, to: "\(args[2])/seed-\(i)") }
