@@ -149,12 +149,13 @@ actor PeerChannel {
         session.emit(.message(from: peer, bytes: payload, mode: .unreliable))
     }
 
-    /// The wait before the next tick; a quiet one is kept in `quietNap` so that `process`
-    /// can end it when work appears.
+    /// The wait before the next tick; a quiet one (the shared `QuietBeat`) is kept in
+    /// `quietNap` so that `process` can end it when work appears.
     private func nap(busy: UInt64, quiet: UInt64) -> Task<Void, Never> {
         let isQuiet = core.isQuiet && (upgrade.phase == .idle || upgrade.phase == .up)
-        let ms = isQuiet ? quiet : busy
-        let nap = Task<Void, Never> { _ = try? await Task.sleep(nanoseconds: ms * 1_000_000) }
+        // Quiet channels share the process's beat (one timer wake-up for all of them).
+        let nap = isQuiet ? Task<Void, Never> { await QuietBeat.every(quiet).wait() }
+                          : Task<Void, Never> { _ = try? await Task.sleep(nanoseconds: busy * 1_000_000) }
         quietNap = isQuiet ? nap : nil
         return nap
     }
