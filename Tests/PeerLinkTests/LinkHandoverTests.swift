@@ -6,36 +6,6 @@ import XCTest
 /// the carrier, and when it dies the session moves to the other link without losing,
 /// duplicating or reordering a reliable message.
 final class LinkHandoverTests: XCTestCase {
-    struct TwoLinks {
-        let net: MemoryNetwork
-        let a: Node, b: Node
-        let sa: Session, sb: Session
-    }
-
-    /// Links come up in `order` (the first medium's link first).
-    func twoLinkPair(policy: LinkPolicy, order: [Medium] = [.rfcomm, .tcp],
-                     conditions: [String: MemoryLinkConditions] = [:]) async throws -> TwoLinks {
-        let net = MemoryNetwork()
-        net.conditions = conditions
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [
-            MemoryTransport(network: net, address: "a-bt", emulating: .rfcomm),
-            MemoryTransport(network: net, address: "a-ip", emulating: .tcp)])
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [
-            MemoryTransport(network: net, address: "b-bt", emulating: .rfcomm),
-            MemoryTransport(network: net, address: "b-ip", emulating: .tcp)])
-        var config = SessionConfig()
-        config.keepaliveInterval = 200
-        config.deadAfter = 800
-        let sa = Session(node: a, config: config, policy: policy), sb = Session(node: b, config: config, policy: policy)
-        let adv = Advertiser(node: a, service: try ServiceType("handover"), discovery: MemoryDiscovery())
-        try await adv.start()
-        Task { for await i in adv.invitations { i.accept(into: sa) } }
-        let viaIP = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "a-ip", port: 0)])
-        let viaBT = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
-        for m in order { try await b.invite(m == .tcp ? viaIP : viaBT, to: sb, timeout: 5) }
-        return TwoLinks(net: net, a: a, b: b, sa: sa, sb: sb)
-    }
-
     /// The medium carrying `role` (reliable messages by default), its reason, and the link count.
     func carrier(_ s: Session, role: LinkRole = .reliable) async -> (Medium?, String?, Int) {
         let peers = await s.links()

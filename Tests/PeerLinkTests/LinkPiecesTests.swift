@@ -8,29 +8,12 @@ import PeerLinkWire
 /// arrives in pieces that fit it, nothing lost.
 final class LinkPiecesTests: XCTestCase {
     func testASmallLinkDoesNotShrinkTheFastLinksFramesAndCarriesPiecesAfterAHandover() async throws {
-        let net = MemoryNetwork()
-        // "Bluetooth" takes messages of at most 1100 bytes (a small L2CAP MTU; hellos ask for at least 1024); "Wi-Fi" any size.
-        net.conditions = ["a-bt": MemoryLinkConditions(maxMessage: 1100)]
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [
-            MemoryTransport(network: net, address: "a-bt", emulating: .l2cap),
-            MemoryTransport(network: net, address: "a-ip", emulating: .tcp)])
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [
-            MemoryTransport(network: net, address: "b-bt", emulating: .l2cap),
-            MemoryTransport(network: net, address: "b-ip", emulating: .tcp)])
-        var config = SessionConfig()
-        config.keepaliveInterval = 200
-        config.deadAfter = 800
-        let policy = LinkPolicy(.wifiFirst)
-        let sa = Session(node: a, config: config, policy: policy), sb = Session(node: b, config: config, policy: policy)
-        let adv = Advertiser(node: a, service: try ServiceType("pieces"), discovery: MemoryDiscovery())
-        try await adv.start()
-        Task { for await i in adv.invitations { i.accept(into: sa) } }
-        // Wi-Fi first (it carries), then the small link joins: with the old rule its size stuck
-        // for the rest of the session.
-        for (medium, host) in [(Medium.tcp, "a-ip"), (.l2cap, "a-bt")] {
-            try await b.invite(PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
-                                        endpoints: [TransportEndpoint(medium: medium, host: host, port: 0)]), to: sb, timeout: 5)
-        }
+        // "Bluetooth" takes messages of at most 1100 bytes (a small L2CAP MTU; hellos ask for at
+        // least 1024), "Wi-Fi" any size. Wi-Fi comes up first (it carries), then the small link
+        // joins: with the old rule its size stuck for the rest of the session.
+        let p = try await twoLinkPair(policy: LinkPolicy(.wifiFirst), order: [.tcp, .l2cap], bluetooth: .l2cap,
+                                      conditions: ["a-bt": MemoryLinkConditions(maxMessage: 1100)])
+        let (net, a, sa, sb) = (p.net, p.a, p.sa, p.sb)
         let peers = await sb.links()
         XCTAssertEqual(peers.first?.links.count, 2)
 

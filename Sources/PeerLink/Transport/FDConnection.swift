@@ -287,13 +287,7 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
             pendingHead += messages
         }
         finished += UInt64(bytes)
-        if pendingHead == pending.count {
-            pending.removeAll(keepingCapacity: pending.capacity <= 1024)
-            pendingHead = 0
-        } else if pendingHead >= 1024, pendingHead * 2 >= pending.count {
-            pending.removeFirst(pendingHead)
-            pendingHead = 0
-        }
+        Self.compact(&pending, head: &pendingHead)
         if !flushWaiters.isEmpty {
             let done = flushWaiters.filter { $0.target <= finished }
             if !done.isEmpty {
@@ -342,13 +336,7 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
             let batch = Array(inbox[inboxHead..<(inboxHead + n)])
             inboxHead += n
             inboxBytes -= batch.reduce(0) { $0 + $1.count }
-            if inboxHead == inbox.count {
-                inbox.removeAll(keepingCapacity: inbox.capacity <= 1024)
-                inboxHead = 0
-            } else if inboxHead >= 1024, inboxHead * 2 >= inbox.count {
-                inbox.removeFirst(inboxHead)
-                inboxHead = 0
-            }
+            Self.compact(&inbox, head: &inboxHead)
             updateInterestLocked(&fx)  // reading may resume
             return .success(batch)
         }
@@ -525,5 +513,17 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
         if fx.shutdown { shutdown(fd, Int32(SHUT_RDWR)) }
         for c in fx.flushed { c.resume() }
         for (c, r) in fx.delivered { c.resume(with: r) }
+    }
+
+    /// Drops the taken front of a queue read from `head`: all of it once everything is taken,
+    /// else only when the taken part is large and at least half the array.
+    private static func compact(_ queue: inout [[UInt8]], head: inout Int) {
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: queue.capacity <= 1024)
+            head = 0
+        } else if head >= 1024, head * 2 >= queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
     }
 }
