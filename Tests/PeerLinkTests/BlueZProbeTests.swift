@@ -58,13 +58,31 @@ final class PrivateBus {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         address = "unix:path=\(dir.path)/bus.sock"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        // The daemon prints its address once it listens; the socket file alone appears at
+        // bind(), before listen(), and a client connecting then is refused.
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=\(address)"]
+        let ready = Pipe()
+        process.standardOutput = ready
         try process.run()
-        let deadline = Date().addingTimeInterval(5)
-        while !FileManager.default.fileExists(atPath: "\(dir.path)/bus.sock") {
-            guard Date() < deadline else { stop(); throw XCTSkip("dbus-daemon did not start") }
-            usleep(20_000)
+        guard Self.readLine(from: ready.fileHandleForReading.fileDescriptor, within: 5) != nil else {
+            stop(); throw XCTSkip("dbus-daemon did not start")
         }
+    }
+
+    /// The first line written to `fd`, or nil on end of file or after `seconds`.
+    private static func readLine(from fd: Int32, within seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var bytes: [UInt8] = []
+        while Date() < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) >= 0 else { return nil }
+            guard pfd.revents != 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(fd, &byte, 1) == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        return nil
     }
 
     /// SIGKILL, not SIGTERM: a daemon started from a Swift concurrency (dispatch worker)
