@@ -22,8 +22,16 @@ let package = Package(
             name: "PeerLinkCore",
             dependencies: [
                 "PeerLinkWire",
+                "COpenSSL",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        // libcrypto's ChaCha20-Poly1305 for the transport ciphers: output written in place,
+        // one context per key (ChaChaPolyContext).
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
         ),
         // C wrappers for system calls Swift cannot call directly.
         .target(name: "CPeerLinkSys"),

@@ -8,7 +8,7 @@
 #   scripts/setup.sh --bt-lab   # also the Bluetooth VM lab (qemu, kernel, bluez, virtme-ng)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-PACKAGES=(pkg-config libavahi-client-dev libdbus-1-dev libbluetooth-dev avahi-daemon avahi-utils dbus
+PACKAGES=(pkg-config libssl-dev libavahi-client-dev libdbus-1-dev libbluetooth-dev avahi-daemon avahi-utils dbus
           iproute2 nftables iperf3 ca-certificates)
 
 log() { printf '[setup] %s\n' "$*" >&2; }

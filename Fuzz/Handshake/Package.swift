@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // The Noise handshake fuzz target. It needs swift-crypto, so it cannot be compiled straight from
 // the sources like the other fuzz targets; this small package builds the real PeerLinkWire and
-// PeerLinkCore sources (symlinked from the main package) with the fuzz target as an executable.
+// PeerLinkCore sources and libcrypto's module map (symlinked from the main package) with the fuzz target as an executable.
 // Built and run by scripts/fuzz.sh; by hand:
 //   swift build --package-path Fuzz/Handshake -c release \
 //     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
@@ -15,9 +15,10 @@ let package = Package(
     ],
     targets: [
         .target(name: "PeerLinkWire", path: "Sources/PeerLinkWire"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto"),
         .target(
             name: "PeerLinkCore",
-            dependencies: ["PeerLinkWire", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["PeerLinkWire", "COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/PeerLinkCore"
         ),
         .executableTarget(

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -59,4 +60,8 @@ int peerlink_epoll_wait(int epfd, uint32_t *events, uint64_t *tokens, int max, i
         tokens[i] = ev[i].data.u64;
     }
     return n;
+}
+
+int peerlink_heap_thresholds(int trim_bytes, int mmap_bytes) {
+    return mallopt(M_MMAP_THRESHOLD, mmap_bytes) == 1 && mallopt(M_TRIM_THRESHOLD, trim_bytes) == 1;
 }

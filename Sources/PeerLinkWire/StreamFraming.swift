@@ -1,8 +1,16 @@
 /// Splits a byte stream into 2-byte big-endian length-prefixed messages (Noise on TCP and
 /// RFCOMM). Feed it whatever `read()` returned; it yields whole messages and keeps the rest.
 public struct LengthPrefixedDeframer: Sendable {
-    private var buffer: [UInt8] = []
-    private var start = 0
+    /// The first byte of a length prefix cut by a read's end.
+    private var header: UInt8?
+    /// The length of the message being built in `partial`, while one is.
+    private var expected: Int?
+    private var partial: [UInt8] = []
+    /// Messages completed by `append`, for `next()`.
+    private var ready: [[UInt8]] = []
+    private var readyHead = 0
+    /// The zero length prefix met, once met.
+    private var failure: WireError?
 
     public init() {}
 
@@ -21,33 +29,82 @@ public struct LengthPrefixedDeframer: Sendable {
         }
     }
 
-    public mutating func append(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
+    /// Feeds bytes and keeps the messages they complete for `next()` (tests, fuzzing).
+    public mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
 
-    /// Appends bytes straight from a read buffer (no intermediate array).
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+    /// Feeds bytes straight from a read buffer and keeps the messages they complete for `next()`.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        var done: [[UInt8]] = []
+        try? take(bytes) { done.append($0) }  // a failure is kept for `next()`
+        ready += done
+    }
 
     /// The next complete message, or nil if more bytes are needed. A zero length is an error
-    /// (no valid Noise message is empty on a PeerLink link).
+    /// (no valid Noise message is empty on a PeerLink link), thrown once the messages before
+    /// it were returned, and again on every later call.
     public mutating func next() throws -> [UInt8]? {
-        guard buffer.count - start >= 2 else { compact(); return nil }
-        let n = Int(buffer[start]) << 8 | Int(buffer[start + 1])
-        guard n > 0 else { throw WireError.invalid(field: "length prefix", reason: "zero-length message") }
-        guard buffer.count - start >= 2 + n else { compact(); return nil }
-        let msg = Array(buffer[(start + 2)..<(start + 2 + n)])
-        start += 2 + n
-        return msg
-    }
-
-    /// Bytes received but not yet part of a complete message.
-    public var pendingBytes: Int { buffer.count - start }
-
-    private mutating func compact() {
-        guard start > 0 else { return }
-        if start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)  // all consumed: nothing to move
-        } else {
-            buffer.removeFirst(start)
+        if readyHead < ready.count {
+            let m = ready[readyHead]
+            readyHead += 1
+            if readyHead == ready.count { ready.removeAll(keepingCapacity: true); readyHead = 0 }
+            return m
         }
-        start = 0
+        if let failure { throw failure }
+        return nil
     }
+
+    /// Splits freshly read bytes into messages and hands each complete one to `emit`, in
+    /// order. Every byte is copied once, from `bytes` into its message: a message wholly in
+    /// this read is copied out directly, and one cut by the read's end is built in place
+    /// until a later read completes it. Throws at a zero length prefix, after emitting the
+    /// messages before it; the deframer then stays failed.
+    public mutating func take(_ bytes: UnsafeRawBufferPointer, _ emit: ([UInt8]) -> Void) throws {
+        if let failure { throw failure }
+        guard let base = bytes.baseAddress else { return }
+        var at = 0
+        let count = bytes.count
+        while at < count {
+            if let expected {
+                // Continue the message begun by an earlier read.
+                let n = min(expected - partial.count, count - at)
+                partial.append(contentsOf: UnsafeRawBufferPointer(start: base + at, count: n))
+                at += n
+                guard partial.count == expected else { return }
+                emit(partial)
+                partial = []
+                self.expected = nil
+                continue
+            }
+            // A length prefix, perhaps split across reads.
+            let length: Int
+            if header == nil, count - at >= 2 {
+                length = Int(bytes[at]) << 8 | Int(bytes[at + 1])
+                at += 2
+            } else if let first = header {
+                length = Int(first) << 8 | Int(bytes[at])
+                header = nil
+                at += 1
+            } else {
+                header = bytes[at]
+                return
+            }
+            guard length > 0 else {
+                let e = WireError.invalid(field: "length prefix", reason: "zero-length message")
+                failure = e
+                throw e
+            }
+            if count - at >= length {
+                emit(Array(UnsafeRawBufferPointer(start: base + at, count: length)))
+                at += length
+            } else {
+                expected = length
+                partial.reserveCapacity(length)
+            }
+        }
+    }
+
+    /// Bytes received but not yet part of a complete message (nor waiting in `next()`).
+    public var pendingBytes: Int { (header == nil ? 0 : 1) + (expected == nil ? 0 : 2 + partial.count) }
 }

@@ -23,6 +23,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let megabytes = arguments.first.flatMap(Int.init) ?? 64
 let totalBytes = megabytes * 1024 * 1024
 peerlink_line_buffer_stdout()
+HeapTuning.keepFreedHeap()  // as the CLI does (docs/PERFORMANCE.md: heap trimming)
 
 func seconds(_ body: () async throws -> Void) async rethrows -> Double {
     let t = DispatchTime.now().uptimeNanoseconds

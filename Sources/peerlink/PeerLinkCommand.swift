@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PeerLink
 
 @main
 struct PeerLinkCommand: AsyncParsableCommand {
@@ -18,4 +19,9 @@ struct PeerLinkCommand: AsyncParsableCommand {
         subcommands: [IdCommand.self, DoctorCommand.self, BrowseCommand.self, AdvertiseCommand.self,
                       ChatCommand.self, SendCommand.self, ReceiveCommand.self, LinksCommand.self, TrustCommand.self]
     )
+
+    static func main() async {
+        HeapTuning.keepFreedHeap()  // bulk transfers fault pages in again otherwise
+        await main(nil)
+    }
 }

@@ -49,6 +49,34 @@ final class FDConnectionTests: XCTestCase {
         XCTAssertNil(end, "the stream ends after the last message")
     }
 
+    /// Messages built with their own length prefix (as a secure link builds them) arrive as
+    /// the same messages; a prefix that does not match its message closes the connection
+    /// with a reason instead of putting a broken stream on the wire.
+    func testPrefixedBatchesArriveWholeAndAWrongPrefixFails() async throws {
+        let (a, b) = try pair(Int32(SOCK_STREAM.rawValue))
+        let tx = FDConnection(fd: a, medium: .tcp, remoteDescription: "pair a", lengthPrefixed: true)
+        let rx = FDConnection(fd: b, medium: .tcp, remoteDescription: "pair b", lengthPrefixed: true)
+        XCTAssertEqual(tx.lengthPrefixSize, 2)
+        let sizes = [1, 300, 65535, 7, 16_000]
+        let batch = sizes.enumerated().map { i, n in [UInt8(n >> 8), UInt8(n & 0xff)] + [UInt8](repeating: UInt8(i), count: n) }
+        tx.enqueue(prefixed: batch)
+        for (i, n) in sizes.enumerated() {
+            let received = try await rx.receive()
+            XCTAssertEqual(received, [UInt8](repeating: UInt8(i), count: n))
+        }
+        tx.enqueue(prefixed: [[0, 5, 1, 2, 3]])  // says 5 bytes, carries 3
+        tx.enqueue([9])  // would be read as part of a 5-byte message if the bad one went out
+        let after: [UInt8]? = (try? await rx.receive()) ?? nil
+        XCTAssertNil(after, "the stream ended instead of carrying a broken message")
+        do {
+            _ = try await tx.receive()
+            XCTFail("the sender's connection failed with a reason")
+        } catch {
+            XCTAssertTrue("\(error)".contains("length prefix"), "\(error)")
+        }
+        tx.close(); rx.close()
+    }
+
     /// On a message socket a batch is still one send per message: boundaries survive.
     func testMessageSocketKeepsBoundaries() async throws {
         let (a, b) = try pair(Int32(SOCK_SEQPACKET.rawValue))

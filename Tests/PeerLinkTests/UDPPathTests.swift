@@ -10,6 +10,9 @@ final class UDPPathTests: XCTestCase {
         let links = await p.sb.links()
         let datagram = try XCTUnwrap(links.first?.links.first?.datagram, "both nodes offer UDP, so the link has a datagram path")
         XCTAssertTrue(datagram.hasPrefix("udp://127.0.0.1:"), datagram)
+        // `invite` returns on B's side; datagrams land once A too has the link (and its UDP path).
+        let aHasB = await waitUntil(timeout: 5) { await p.sa.connectedPeers().contains(p.b.peerID) }
+        XCTAssertTrue(aHasB, "A reports B connected")
 
         let collector = Task { () -> [Int] in
             var got: [Int] = []

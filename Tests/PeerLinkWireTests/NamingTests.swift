@@ -214,6 +214,31 @@ final class DeframerTests: XCTestCase {
         XCTAssertEqual(d.pendingBytes, 0)
     }
 
+    func testTakeGivesTheSameMessagesWhereverTheReadsAreCut() throws {
+        let msgs: [[UInt8]] = [[1], Array(0..<255), [UInt8](repeating: 9, count: 300), [42, 43]]
+        let stream = try msgs.flatMap { try LengthPrefixedDeframer.frame($0) }
+        for cut1 in 0...stream.count {
+            for cut2 in [cut1, min(stream.count, cut1 + 1), min(stream.count, cut1 + 2), stream.count] {
+                var d = LengthPrefixedDeframer()
+                var out: [[UInt8]] = []
+                for (from, to) in [(0, cut1), (cut1, cut2), (cut2, stream.count)] {
+                    try Array(stream[from..<to]).withUnsafeBytes { try d.take($0) { out.append($0) } }
+                }
+                XCTAssertEqual(out, msgs, "reads cut at \(cut1) and \(cut2)")
+                XCTAssertEqual(d.pendingBytes, 0)
+            }
+        }
+    }
+
+    func testTakeStopsAtAZeroLengthAfterTheMessagesBeforeIt() throws {
+        var d = LengthPrefixedDeframer()
+        var out: [[UInt8]] = []
+        XCTAssertThrowsError(try [UInt8]([0, 1, 7, 0, 0, 0, 1, 8]).withUnsafeBytes { try d.take($0) { out.append($0) } })
+        XCTAssertEqual(out, [[7]])
+        XCTAssertThrowsError(try [UInt8]([0, 1, 9]).withUnsafeBytes { try d.take($0) { out.append($0) } }, "stays failed")
+        XCTAssertEqual(out, [[7]])
+    }
+
     func testLargestMessage() throws {
         var d = LengthPrefixedDeframer()
         let big = [UInt8](repeating: 0xee, count: 65535)

@@ -26,4 +26,6 @@ int peerlink_epoll_create(void);
 int peerlink_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
 /* epoll_wait into two arrays of `max` (at most 256) entries: the count, or -1 with errno. */
 int peerlink_epoll_wait(int epfd, uint32_t *events, uint64_t *tokens, int max, int timeout_ms);
+/* mallopt(M_MMAP_THRESHOLD, mmap_bytes) then mallopt(M_TRIM_THRESHOLD, trim_bytes): 1 when both took. */
+int peerlink_heap_thresholds(int trim_bytes, int mmap_bytes);
 #endif

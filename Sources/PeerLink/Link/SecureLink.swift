@@ -117,19 +117,41 @@ public final class SecureLink: @unchecked Sendable {
 
     /// Encrypts and queues a frame, in pieces when it is larger than this link takes in one
     /// message. Frames are sent in the order of calls; a frame's pieces are never interleaved.
-    public func send(_ frame: Frame) {
-        let encoded = frame.encode()
+    public func send(_ frame: Frame) { send([frame]) }
+
+    /// Encrypts and queues frames in order, handed to the connection together (one write
+    /// where the medium allows). Each message is built once, its length prefix (on a byte
+    /// stream) written in front of it here.
+    public func send(_ frames: [Frame]) {
+        let prefix = connection.lengthPrefixSize
         lock.lock()
         defer { lock.unlock() }
+        var messages: [[UInt8]] = []
+        messages.reserveCapacity(frames.count)
         do {
-            if let pieceLimit, encoded.count > pieceLimit {
-                for piece in FramePieces.split(encoded, maxFrame: pieceLimit) { connection.enqueue(try sendCipher.encrypt(piece)) }
-            } else {
-                connection.enqueue(try sendCipher.encrypt(encoded))
+            for frame in frames {
+                let encoded = frame.encode()
+                if let pieceLimit, encoded.count > pieceLimit {
+                    for piece in FramePieces.split(encoded, maxFrame: pieceLimit) {
+                        messages.append(try seal(piece, prefix: prefix))
+                    }
+                } else {
+                    messages.append(try seal(encoded, prefix: prefix))
+                }
             }
         } catch {
             connection.close()
+            return
         }
+        connection.enqueue(prefixed: messages)
+    }
+
+    /// One encrypted message after `prefix` bytes of its big-endian length (lock held).
+    private func seal(_ plaintext: [UInt8], prefix: Int) throws -> [UInt8] {
+        var message = try sendCipher.encrypt(plaintext, headroom: prefix)
+        let length = message.count - prefix
+        for i in 0..<prefix { message[i] = UInt8(truncatingIfNeeded: length >> (8 * (prefix - 1 - i))) }
+        return message
     }
 
     /// The next frame; nil when the link closed cleanly. Throws on undecryptable or malformed

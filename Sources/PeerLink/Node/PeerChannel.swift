@@ -227,16 +227,25 @@ actor PeerChannel {
             }
         }
         core.acknowledgementsPaused = session.readerIsBehind
+        // Frames for a link go out together (one encryption pass, one write), flushed before
+        // each event so that anything an event sends still follows them.
+        var batch: [(LinkID, [Frame])] = []
+        func flushBatch() {
+            for (link, frames) in batch { links[link]?.send(frames) }
+            batch.removeAll()
+        }
         for output in core.takeOutputs() {
             switch output {
             case let .transmit(link, frame):
                 guard let l = links[link] else { continue }
                 if case .unreliable = frame, l.sendDatagram(frame) { continue }
-                l.send(frame)
+                if let i = batch.firstIndex(where: { $0.0 == link }) { batch[i].1.append(frame) } else { batch.append((link, [frame])) }
             case let .event(e):
+                flushBatch()
                 handle(e)
             }
         }
+        flushBatch()
         reportCarriers()
         wakeAll()
     }

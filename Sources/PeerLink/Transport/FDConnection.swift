@@ -129,23 +129,38 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
     // MARK: Writing
 
     public func enqueue(_ message: [UInt8]) {
-        let bytes: [UInt8]
+        guard lengthPrefixed else { enqueue(prefixed: [message]); return }
+        guard message.count <= WireLimits.noiseMessage else { fail(.badAddress("message over 65535 bytes")); return }
+        var framed = [UInt8]()
+        framed.reserveCapacity(message.count + 2)
+        framed.append(UInt8(message.count >> 8))
+        framed.append(UInt8(message.count & 0xff))
+        framed.append(contentsOf: message)
+        enqueue(prefixed: [framed])
+    }
+
+    /// A byte stream carries each message after its 2-byte length; datagrams need none.
+    public var lengthPrefixSize: Int { lengthPrefixed ? 2 : 0 }
+
+    public func enqueue(prefixed messages: [[UInt8]]) {
+        var batch = messages
+        var bytes = 0
         if lengthPrefixed {
-            guard message.count <= WireLimits.noiseMessage else { fail(.badAddress("message over 65535 bytes")); return }
-            var framed = [UInt8]()
-            framed.reserveCapacity(message.count + 2)
-            framed.append(UInt8(message.count >> 8))
-            framed.append(UInt8(message.count & 0xff))
-            framed.append(contentsOf: message)
-            bytes = framed
+            for m in batch {
+                guard m.count > 2, m.count - 2 == Int(m[0]) << 8 | Int(m[1]) else {
+                    fail(.badAddress("a message whose length prefix does not match its \(m.count - 2) bytes")); return
+                }
+                bytes += m.count
+            }
         } else {
-            guard !message.isEmpty else { return }  // an empty datagram says nothing
-            bytes = message
+            batch.removeAll { $0.isEmpty }  // an empty datagram says nothing
+            for m in batch { bytes += m.count }
         }
+        guard !batch.isEmpty else { return }
         let write: Bool = lock.withLock {
             guard !closed, failure == nil else { return false }
-            accepted += UInt64(bytes.count)
-            pending.append(bytes)
+            accepted += UInt64(bytes)
+            pending.append(contentsOf: batch)
             guard writer == .idle else { return false }
             writer = .active
             return true
@@ -407,9 +422,8 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
             budget -= n
             let got = UnsafeRawBufferPointer(start: base, count: n)
             if lengthPrefixed {
-                deframer.append(got)
                 do {
-                    while let m = try deframer.next() {
+                    try deframer.take(got) { m in
                         bytes += m.count
                         room -= m.count
                         messages.append(m)

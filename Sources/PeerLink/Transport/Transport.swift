@@ -23,6 +23,14 @@ public protocol MessageConnection: AnyObject, Sendable {
     /// Queues a message for sending, in order, without blocking. A failed write closes the
     /// connection; the next `receive()` then reports it.
     func enqueue(_ message: [UInt8])
+    /// The size of the big-endian length a byte-stream connection puts in front of each
+    /// message (2), or 0 for media that keep message boundaries. A sender that writes the
+    /// length itself builds each message once and hands it to `enqueue(prefixed:)`.
+    var lengthPrefixSize: Int { get }
+    /// Queues messages in order as `enqueue` does, each already starting with its length in
+    /// `lengthPrefixSize` bytes (the length of what follows); they are written together
+    /// where the medium allows. A wrong length closes the connection.
+    func enqueue(prefixed messages: [[UInt8]])
     /// Bytes queued and not yet written.
     var queuedBytes: Int { get }
     /// Waits until everything queued so far has been written (or the connection failed).
@@ -44,6 +52,11 @@ public protocol MessageConnection: AnyObject, Sendable {
 }
 
 extension MessageConnection {
+    public var lengthPrefixSize: Int { 0 }
+    public func enqueue(prefixed messages: [[UInt8]]) {
+        let skip = lengthPrefixSize
+        for m in messages { enqueue(skip == 0 ? m : Array(m.dropFirst(skip))) }
+    }
     public var remoteHost: String? { nil }
     public var preferredMaxFrame: Int? { nil }
     public func receiveBatch(limit: Int) async throws -> [[UInt8]]? { try await receive().map { [$0] } }

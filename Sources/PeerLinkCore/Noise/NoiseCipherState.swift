@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// A Noise `CipherState` for ChaChaPoly: a 32-byte key and a 64-bit nonce counter.
@@ -26,7 +25,8 @@ public struct NoiseCipherState: Sendable {
     /// A cipher state with a 32-byte key (internal callers only; `nonce` is for tests).
     init(key: [UInt8], nonce: UInt64 = 0) {
         precondition(key.count == 32, "ChaChaPoly keys are 32 bytes")
-        self.key = CipherKey(SymmetricKey(data: key))
+        // Only libcrypto's failing to allocate a context can throw here.
+        self.key = try? CipherKey(key)
         self.nonce = nonce
     }
 
@@ -40,6 +40,18 @@ public struct NoiseCipherState: Sendable {
     public mutating func encrypt(_ plaintext: [UInt8], ad: [UInt8] = []) throws -> [UInt8] {
         let result = try encrypt(plaintext, nonce: nonce, ad: ad)
         if key != nil { nonce += 1 }  // cannot overflow: nonce < UInt64.max was checked
+        return result
+    }
+
+    /// Encrypts as `encrypt(_:)` does, into an array that starts with `headroom` zero bytes
+    /// for the connection's own framing (a stream's length prefix), so that the message is
+    /// built once. Requires a key (transport messages only).
+    public mutating func encrypt(_ plaintext: [UInt8], headroom: Int) throws -> [UInt8] {
+        guard let key else { throw NoiseError.wrongState("encrypting with headroom needs a key") }
+        guard plaintext.count <= Noise.maxPlaintextLength else { throw NoiseError.messageTooLong }
+        guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
+        let result = try Self.seal(plaintext, key: key.value, nonce: nonce, ad: [], headroom: headroom)
+        nonce += 1
         return result
     }
 
@@ -80,70 +92,52 @@ public struct NoiseCipherState: Sendable {
     public mutating func rekey() throws {
         guard let key else { throw NoiseError.wrongState("cannot rekey a cipher state without a key") }
         let sealed = try Self.seal([UInt8](repeating: 0, count: 32), key: key.value, nonce: UInt64.max, ad: [])
-        self.key = CipherKey(SymmetricKey(data: sealed[..<32]))
+        self.key = try CipherKey(Array(sealed[..<32]))
     }
 
     // MARK: - ChaChaPoly primitives
 
-    /// The 96-bit ChaChaPoly nonce: 4 zero bytes, then the counter as 8 little-endian bytes,
-    /// built on the stack (no array per message).
-    private static func withNonce<R>(_ n: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let raw: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: n).littleEndian,
-                                             UInt32(truncatingIfNeeded: n >> 32).littleEndian)
-        return try withUnsafeBytes(of: raw, body)
-    }
-
     /// The nonce's bytes (for tests).
-    static func nonceBytes(_ n: UInt64) -> [UInt8] { withNonce(n) { Array($0) } }
+    static func nonceBytes(_ n: UInt64) -> [UInt8] { ChaChaPolyContext.nonceBytes(n) }
 
-    private static func chachaNonce(_ n: UInt64) throws -> ChaChaPoly.Nonce {
-        try withNonce(n) { try ChaChaPoly.Nonce(data: $0) }
+    /// Ciphertext and tag in one array of the final size (after `headroom` zero bytes),
+    /// written once by the cipher.
+    private static func seal(_ plaintext: [UInt8], key: ChaChaPolyContext, nonce: UInt64, ad: [UInt8],
+                             headroom: Int = 0) throws -> [UInt8] {
+        var ok = false
+        let sealed = [UInt8](unsafeUninitializedCapacity: headroom + plaintext.count + Noise.tagLength) { out, count in
+            let all = UnsafeMutableRawBufferPointer(out)
+            all.prefix(headroom).initializeMemory(as: UInt8.self, repeating: 0)
+            ok = plaintext.withUnsafeBytes { p in
+                ad.withUnsafeBytes { a in key.seal(p, nonce: nonce, ad: a, into: UnsafeMutableRawBufferPointer(rebasing: all[headroom...])) }
+            }
+            count = ok ? all.count : 0
+        }
+        guard ok else { throw NoiseError.invalidKey }  // only reachable if libcrypto fails
+        return sealed
     }
 
-    /// Ciphertext and tag in one array: the only copy after encryption is out of the sealed
-    /// box's combined bytes (nonce, ciphertext, tag) into the result.
-    private static func seal(_ plaintext: [UInt8], key: SymmetricKey, nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
-        do {
-            let box = try ChaChaPoly.seal(plaintext, using: key, nonce: chachaNonce(nonce), authenticating: ad)
-            let combined = box.combined
-            let skip = combined.count - plaintext.count - Noise.tagLength  // the nonce in front
-            return [UInt8](unsafeUninitializedCapacity: plaintext.count + Noise.tagLength) { out, count in
-                combined.withUnsafeBytes { raw in
-                    let body = UnsafeRawBufferPointer(rebasing: raw[skip...])
-                    UnsafeMutableRawBufferPointer(out).copyMemory(from: body)
-                    count = body.count
-                }
+    /// The plaintext in one array of its final size, written once by the cipher.
+    private static func open(_ ciphertext: [UInt8], key: ChaChaPolyContext, nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
+        var ok = false
+        let plain = [UInt8](unsafeUninitializedCapacity: ciphertext.count - Noise.tagLength) { out, count in
+            ok = ciphertext.withUnsafeBytes { c in
+                ad.withUnsafeBytes { a in key.open(c, nonce: nonce, ad: a, into: UnsafeMutableRawBufferPointer(out)) }
             }
-        } catch {
-            throw NoiseError.invalidKey  // only reachable with a malformed key or nonce
+            count = ok ? out.count : 0
         }
-    }
-
-    /// The sealed box is built from one buffer (nonce, then ciphertext and tag as received):
-    /// the generic `SealedBox(nonce:ciphertext:tag:)` concatenates three collections, and its
-    /// unspecialised appends cost more than the decryption of a small message.
-    private static func open(_ ciphertext: [UInt8], key: SymmetricKey, nonce: UInt64, ad: [UInt8]) throws -> [UInt8] {
-        var combined = Data(capacity: 12 + ciphertext.count)
-        withNonce(nonce) { combined.append(contentsOf: $0) }
-        ciphertext.withUnsafeBytes { combined.append(contentsOf: $0) }
-        do {
-            let box = try ChaChaPoly.SealedBox(combined: combined)
-            let plain = try ChaChaPoly.open(box, using: key, authenticating: ad)
-            return [UInt8](unsafeUninitializedCapacity: plain.count) { out, count in
-                plain.withUnsafeBytes { UnsafeMutableRawBufferPointer(out).copyMemory(from: $0) }
-                count = plain.count
-            }
-        } catch {
-            throw NoiseError.decryptFailed
-        }
+        guard ok else { throw NoiseError.decryptFailed }
+        return plain
     }
 }
 
-/// A ChaChaPoly key, immutable once built. `SymmetricKey` is not marked `Sendable` by
-/// swift-crypto, but it is a value whose storage is never written after `init`.
-private struct CipherKey: @unchecked Sendable {
-    let value: SymmetricKey
-    init(_ value: SymmetricKey) { self.value = value }
+/// A cipher key, immutable once built: its libcrypto contexts.
+private struct CipherKey: Sendable {
+    let value: ChaChaPolyContext
+    init(_ key: [UInt8]) throws {
+        guard let context = ChaChaPolyContext(key: key) else { throw NoiseError.invalidKey }
+        value = context
+    }
 }
 
 extension NoiseCipherState: CustomStringConvertible {

@@ -208,8 +208,11 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
     public var remoteDescription: String { inner.remoteDescription }
     public var queuedBytes: Int { inner.queuedBytes }
 
-    public func enqueue(_ message: [UInt8]) {
-        guard message.count <= outgoingMTU else {
+    public func enqueue(_ message: [UInt8]) { enqueue(prefixed: [message]) }
+
+    /// SDUs keep message boundaries: no length prefix; several go to the socket together.
+    public func enqueue(prefixed messages: [[UInt8]]) {
+        if let message = messages.first(where: { $0.count > outgoingMTU }) {
             lock.withLock {
                 if refusal == nil {
                     refusal = .unsupported("a message of \(message.count) bytes does not fit the L2CAP MTU of \(outgoingMTU) bytes "
@@ -219,7 +222,7 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
             inner.close()
             return
         }
-        inner.enqueue(message)
+        inner.enqueue(prefixed: messages)
     }
 
     public func flush() async { await inner.flush() }

@@ -1,0 +1,102 @@
+import COpenSSL
+import Foundation
+
+/// ChaCha20-Poly1305 (RFC 8439) under one key, with libcrypto contexts kept for the key's
+/// life: sealing and opening write straight into the caller's buffer, with no allocation
+/// or key set-up per message. Calls are serialised by a lock, since the cipher states that
+/// hold a context are values that may be copied across tasks.
+final class ChaChaPolyContext: @unchecked Sendable {
+    static let keyLength = 32
+    static let tagLength = 16
+
+    private let lock = NSLock()
+    private let sealer: OpaquePointer
+    private let opener: OpaquePointer
+
+    /// Nil when `key` is not 32 bytes or libcrypto cannot set up the cipher.
+    init?(key: [UInt8]) {
+        guard key.count == Self.keyLength, let sealer = EVP_CIPHER_CTX_new() else { return nil }
+        guard let opener = EVP_CIPHER_CTX_new() else { EVP_CIPHER_CTX_free(sealer); return nil }
+        self.sealer = sealer
+        self.opener = opener
+        let ready = key.withUnsafeBufferPointer { k in
+            EVP_EncryptInit_ex(sealer, EVP_chacha20_poly1305(), nil, k.baseAddress, nil) == 1
+                && EVP_DecryptInit_ex(opener, EVP_chacha20_poly1305(), nil, k.baseAddress, nil) == 1
+        }
+        guard ready else { return nil }
+    }
+
+    deinit {
+        EVP_CIPHER_CTX_free(sealer)
+        EVP_CIPHER_CTX_free(opener)
+    }
+
+    /// Encrypts `plaintext` into `out`: the ciphertext, then the 16-byte tag. `out` must hold
+    /// exactly `plaintext.count + 16` bytes and must not overlap `plaintext`.
+    func seal(_ plaintext: UnsafeRawBufferPointer, nonce: UInt64, ad: UnsafeRawBufferPointer,
+              into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard out.count == plaintext.count + Self.tagLength, let dst = out.bindMemory(to: UInt8.self).baseAddress else { return false }
+        return lock.withLock {
+            Self.withNonce(nonce) { iv in
+                var n: Int32 = 0
+                guard EVP_EncryptInit_ex(sealer, nil, nil, nil, iv) == 1,
+                      Self.update(sealer, ad: ad, encrypt: true),
+                      plaintext.isEmpty || EVP_EncryptUpdate(sealer, dst, &n, Self.bytes(plaintext), Int32(plaintext.count)) == 1,
+                      Int(n) == plaintext.count,
+                      EVP_EncryptFinal_ex(sealer, dst + Int(n), &n) == 1,
+                      EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_AEAD_GET_TAG, Int32(Self.tagLength), dst + plaintext.count) == 1
+                else { return false }
+                return true
+            }
+        }
+    }
+
+    /// Decrypts `sealed` (ciphertext, then the tag) into `out`, which must hold exactly
+    /// `sealed.count - 16` bytes. False when the tag does not authenticate the message and
+    /// `ad`: `out` then holds bytes that must not be used.
+    func open(_ sealed: UnsafeRawBufferPointer, nonce: UInt64, ad: UnsafeRawBufferPointer,
+              into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard sealed.count >= Self.tagLength, out.count == sealed.count - Self.tagLength,
+              let src = sealed.bindMemory(to: UInt8.self).baseAddress else { return false }
+        let dst = out.bindMemory(to: UInt8.self).baseAddress
+        return lock.withLock {
+            Self.withNonce(nonce) { iv in
+                var n: Int32 = 0
+                let tag = UnsafeMutableRawPointer(mutating: src + out.count)
+                guard EVP_DecryptInit_ex(opener, nil, nil, nil, iv) == 1,
+                      Self.update(opener, ad: ad, encrypt: false),
+                      out.isEmpty || EVP_DecryptUpdate(opener, dst, &n, src, Int32(out.count)) == 1,
+                      Int(n) == out.count,
+                      EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_AEAD_SET_TAG, Int32(Self.tagLength), tag) == 1
+                else { return false }
+                var tail: (UInt64, UInt64) = (0, 0)  // a stream cipher writes nothing here
+                return withUnsafeMutableBytes(of: &tail) { t in
+                    EVP_DecryptFinal_ex(opener, t.bindMemory(to: UInt8.self).baseAddress, &n) == 1
+                }
+            }
+        }
+    }
+
+    /// Feeds the associated data.
+    private static func update(_ ctx: OpaquePointer, ad: UnsafeRawBufferPointer, encrypt: Bool) -> Bool {
+        guard !ad.isEmpty else { return true }
+        var n: Int32 = 0
+        return encrypt ? EVP_EncryptUpdate(ctx, nil, &n, bytes(ad), Int32(ad.count)) == 1
+                       : EVP_DecryptUpdate(ctx, nil, &n, bytes(ad), Int32(ad.count)) == 1
+    }
+
+    private static func bytes(_ raw: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? {
+        raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// The 96-bit nonce of Noise's ChaChaPoly: 4 zero bytes, then the counter as 8
+    /// little-endian bytes, built on the stack.
+    static func withNonce<R>(_ n: UInt64, _ body: (UnsafePointer<UInt8>?) -> R) -> R {
+        let raw: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: n).littleEndian,
+                                             UInt32(truncatingIfNeeded: n >> 32).littleEndian)
+        return withUnsafeBytes(of: raw) { body($0.bindMemory(to: UInt8.self).baseAddress) }
+    }
+
+    /// The nonce's bytes (for tests).
+    static func nonceBytes(_ n: UInt64) -> [UInt8] { withNonce(n) { Array(UnsafeBufferPointer(start: $0, count: 12)) } }
+}
