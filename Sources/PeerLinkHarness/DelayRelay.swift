@@ -8,7 +8,7 @@ import Glibc
 /// `host:listenPort` and joins each connection to `host:targetPort`. The IP lab's receiver
 /// agent runs one per delayed link in its own namespace, so the link's veth still carries
 /// (and nftables still cuts) the traffic between the nodes; the Bluetooth lab runs one for
-/// its Wi-Fi path.
+/// its Wi-Fi path; `peerlink-bench connect-delay` runs one on loopback.
 /// The delay applies to the payload; the kernel's own ACKs between dialler and relay are not
 /// delayed, so PeerLink's probes (which are payload) see RTT + 2 × delay.
 public final class DelayRelay: @unchecked Sendable {

@@ -73,7 +73,7 @@ enum ConnectDelayBench {
     private static func rawDial(delay: Int) async throws -> Double {
         let arrived = Arrival()
         let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
-            Task { if (try? await conn.receive()) != nil { arrived.set() }; conn.close() }
+            Task { arrived.set(success: (try? await conn.receive()) != nil); conn.close() }
         }
         defer { listener.close() }
         let relay = try relay(to: listener.port, delay: delay)
@@ -83,6 +83,7 @@ enum ConnectDelayBench {
         conn.enqueue([1])
         let end = await arrived.wait()
         conn.close()
+        guard let end else { throw TransportError.closed }
         return milliseconds(since: start, end)
     }
 
@@ -93,8 +94,11 @@ enum ConnectDelayBench {
         let hello = Hello(displayName: "bench", sessionToken: [UInt8](repeating: 1, count: 16))
         let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
             Task {
-                guard let link = try? await SecureLink.establish(over: conn, initiator: false, identity: server, hello: hello) else { return }
-                if (try? await link.receive()) != nil { arrived.set() }
+                guard let link = try? await SecureLink.establish(over: conn, initiator: false, identity: server, hello: hello) else {
+                    arrived.set(success: false)
+                    return
+                }
+                arrived.set(success: (try? await link.receive()) != nil)
                 link.close()
             }
         }
@@ -107,6 +111,7 @@ enum ConnectDelayBench {
         link.send(.unreliable(payload: [1]))
         let end = await arrived.wait()
         link.close()
+        guard let end else { throw TransportError.closed }
         return milliseconds(since: start, end)
     }
 
@@ -138,26 +143,27 @@ enum ConnectDelayBench {
     }
 }
 
-/// When something first arrived (uptime nanoseconds), awaited once.
+/// When something first arrived (uptime nanoseconds), or nil when the far end failed first;
+/// awaited once.
 final class Arrival: @unchecked Sendable {
     private let lock = NSLock()
-    private var at: UInt64?
-    private var waiter: CheckedContinuation<UInt64, Never>?
+    private var outcome: UInt64??
+    private var waiter: CheckedContinuation<UInt64?, Never>?
 
-    func set() {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let w: CheckedContinuation<UInt64, Never>? = lock.withLock {
-            guard at == nil else { return nil }
-            at = now
+    func set(success: Bool) {
+        let at: UInt64? = success ? DispatchTime.now().uptimeNanoseconds : nil
+        let w: CheckedContinuation<UInt64?, Never>? = lock.withLock {
+            guard outcome == nil else { return nil }
+            outcome = .some(at)
             defer { waiter = nil }
             return waiter
         }
-        w?.resume(returning: now)
+        w?.resume(returning: at)
     }
 
-    func wait() async -> UInt64 {
+    func wait() async -> UInt64? {
         await withCheckedContinuation { c in
-            let done: UInt64? = lock.withLock { if let at { return at }; waiter = c; return nil }
+            let done: UInt64?? = lock.withLock { if let outcome { return .some(outcome) }; waiter = c; return nil }
             if let done { c.resume(returning: done) }
         }
     }
