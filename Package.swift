@@ -62,8 +62,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Benchmarks: throughput and handshake time against baselines measured in the same run.
-        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "CPeerLinkSys"]),
+        // Benchmarks: throughput, latency, CPU and handshake time against baselines measured in the
+        // same run (PeerLinkHarness for its delaying relay).
+        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkHarness", "CPeerLinkSys"]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
         .target(name: "PeerLinkHarness", dependencies: ["PeerLink"]),
         .executableTarget(

@@ -10,8 +10,9 @@
 # refused): rctest (RFCOMM, 4 KiB writes), PeerLink over RFCOMM, raw ERTM with 4144-byte SDUs
 # (l2cap_bench.py; a PeerLink 4 KiB fragment as sent), PeerLink over L2CAP, and BlueZ's
 # l2test in basic mode (672-byte packets; l2test 5.66 cannot select ERTM). It prints each
-# round's ratios and the median ratio over the rounds; every run goes to
-# $PEERLINK_LAB_RESULTS/paired.txt as "<name> <MB/s> ...".
+# round's ratios and the median ratio over the rounds, and PeerLink's CPU per MiB (both nodes,
+# getrusage in peerlink-bench); every run goes to $PEERLINK_LAB_RESULTS/paired.txt as
+# "<name> <MB/s> ..." (and "<name>-cpu <ms per MiB>").
 set -uo pipefail
 BIN=${1:?usage: paired-bench.sh PEERLINK-BENCH [ROUNDS [MIB]]}
 ROUNDS=${2:-4}
@@ -29,11 +30,14 @@ source "$LAB_DIR/bench-lib.sh"
 addr() { local v="PEERLINK_LAB_HCI$1"; echo "${!v:-}"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
 peerlink() {  # peerlink NAME MEDIUM TX RX
-    local v
-    v=$(timeout -k 5 120 "$BIN" bluetooth-one "$2" "$3" "$4" "$MIB" 2>"$WORK/$1.err" | tail -n 1)
+    local v cpu
+    timeout -k 5 120 "$BIN" bluetooth-one "$2" "$3" "$4" "$MIB" >"$WORK/$1.out" 2>"$WORK/$1.err"
+    v=$(tail -n 1 "$WORK/$1.out")
+    cpu=$(awk '$1 == "cpu_ms_per_mib" {print $2}' "$WORK/$1.out")
     if [[ $v =~ ^[0-9.]+$ ]]; then
-        printf '  %-28s %8s MB/s\n' "$1" "$v"
+        printf '  %-28s %8s MB/s   CPU %s ms/MiB (both ends)\n' "$1" "$v" "${cpu:--}"
         echo "$1 $v $BYTES" >>"$OUT"
+        [[ -n $cpu ]] && echo "$1-cpu $cpu" >>"$OUT"
     else
         printf 'FAIL %-28s %s\n' "$1" "$(tail -n 2 "$WORK/$1.err" | tr '\n' ' ')"
         failures=$((failures + 1))
@@ -71,6 +75,12 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 echo "summary (MB/s = 10^6 bytes/s, receiver-timed):"
 for name in rctest-rfcomm peerlink-rfcomm l2cap-bredr-ertm-4k peerlink-l2cap l2test-bredr-basic; do summary "$name"; done
+for name in peerlink-rfcomm-cpu peerlink-l2cap-cpu; do  # PeerLink's CPU per MiB, both nodes (getrusage)
+    awk -v n="$name" '$1 == n {print $2}' "$OUT" | sort -g | awk -v n="$name" '{a[NR] = $1} END {
+        if (NR == 0) printf "%-30s   no figure\n", n
+        else printf "%-30s %8.1f ms CPU per MiB  median of %d (min %.1f, max %.1f)\n", n,
+            (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, NR, a[1], a[NR] }'
+done
 median() {  # median FILE: the median of the numeric lines, and how many there were
     sort -g "$1" | grep -v '^-' | awk '{a[NR] = $1} END {
         if (NR == 0) print "- (0 rounds)"; else printf "%.2f (%d rounds)\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, NR }'

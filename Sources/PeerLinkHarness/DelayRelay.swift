@@ -8,12 +8,12 @@ import Glibc
 /// `host:listenPort` and joins each connection to `host:targetPort`. The IP lab's receiver
 /// agent runs one per delayed link in its own namespace, so the link's veth still carries
 /// (and nftables still cuts) the traffic between the nodes; the Bluetooth lab runs one for
-/// its Wi-Fi path.
+/// its Wi-Fi path; `peerlink-bench connect-delay` runs one on loopback.
 /// The delay applies to the payload; the kernel's own ACKs between dialler and relay are not
 /// delayed, so PeerLink's probes (which are payload) see RTT + 2 × delay.
-final class DelayRelay: @unchecked Sendable {
-    let host: String
-    let port: UInt16
+public final class DelayRelay: @unchecked Sendable {
+    public let host: String
+    public let port: UInt16
     private let listenFD: Int32
     private let targetPort: UInt16
     private let delay: Int
@@ -23,7 +23,7 @@ final class DelayRelay: @unchecked Sendable {
     private var connections: [Int32] = []
 
     /// Binds and starts accepting; `listenPort` 0 picks a free port (see `port`).
-    init(host: String, listenPort: UInt16, targetPort: UInt16, delayMilliseconds: Int, bytesPerSecond: Int = 0) throws {
+    public init(host: String, listenPort: UInt16, targetPort: UInt16, delayMilliseconds: Int, bytesPerSecond: Int = 0) throws {
         self.host = host
         self.targetPort = targetPort
         self.delay = delayMilliseconds
@@ -50,7 +50,7 @@ final class DelayRelay: @unchecked Sendable {
     }
 
     /// Stops accepting and closes every relayed connection.
-    func close() {
+    public func close() {
         let fds: [Int32] = lock.withLock {
             guard !closed else { return [] }
             closed = true

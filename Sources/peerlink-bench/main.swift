@@ -1,17 +1,6 @@
-// peerlink-bench: PeerLink throughput, each figure printed as a ratio to a baseline measured
-// in the same run. Not a test: it checks nothing, it measures.
-//
-//   swift run -c release peerlink-bench [MEGABYTES]       loopback TCP vs a raw socket and iperf3
-//   peerlink-bench resource [MEGABYTES]                    only the loopback file transfer (for profiling)
-//   peerlink-bench messages [COUNT]                        only reliable 100 B messages vs raw TCP (for profiling)
-//   peerlink-bench big-messages [MEGABYTES]                only reliable 64 KiB messages (for profiling)
-//   peerlink-bench bluetooth TX RX BASELINE_FILE [MIB [FRAGMENTS]]   inside the Bluetooth lab (scripts/bench-bt.sh):
-//       session throughput over RFCOMM and L2CAP from controller TX to RX, against the
-//       rctest/l2test medians that Hardware/bt-lab/baseline.sh wrote in the same boot
-//   peerlink-bench bluetooth-one rfcomm|l2cap TX RX [MIB]   one session run in the lab (Hardware/bt-lab/paired-bench.sh)
-//   peerlink-bench handover-recv|handover-send …           the PeerLink half of scripts/bench-handover.sh
-//   peerlink-bench idle [PEERS]                            threads and resident memory of one process holding
-//       PEERS idle loopback sessions (both ends in this process: 2 x PEERS connections)
+// peerlink-bench: PeerLink throughput, latency and CPU, each figure printed beside a baseline
+// measured in the same run. Not a test: it checks nothing, it measures. `peerlink-bench --help`
+// lists the modes (Usage.swift); docs/PERFORMANCE.md records the figures and commands.
 import CPeerLinkSys
 import Foundation
 import PeerLink
@@ -97,31 +86,6 @@ func rawTCP(bytes: Int) async throws -> Double {
     }
 }
 
-/// iperf3 on loopback for 3 s, in MB/s; nil when iperf3 is not installed.
-func iperf3() -> Double? {
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/iperf3") else { return nil }
-    let port = "5299"
-    let server = Process()
-    server.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
-    server.arguments = ["-s", "-1", "-p", port, "-B", "127.0.0.1"]
-    server.standardOutput = FileHandle.nullDevice
-    try? server.run()
-    usleep(300_000)
-    let client = Process()
-    client.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
-    client.arguments = ["-c", "127.0.0.1", "-p", port, "-t", "3", "-J"]
-    let pipe = Pipe()
-    client.standardOutput = pipe
-    guard (try? client.run()) != nil else { server.terminate(); return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    client.waitUntilExit()
-    server.terminate()
-    guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let end = json["end"] as? [String: Any], let sum = end["sum_received"] as? [String: Any],
-          let bps = sum["bits_per_second"] as? Double else { return nil }
-    return bps / 8 / 1_048_576
-}
-
 /// Two PeerLink nodes on loopback TCP with a session between them.
 func sessionPair() async throws -> (Session, Session, PeerID) {
     let a = try Node(identity: Identity(), displayName: "bench-a", transports: [TCPTransport(bindHost: "127.0.0.1")])
@@ -136,9 +100,9 @@ func sessionPair() async throws -> (Session, Session, PeerID) {
     return (sa, sb, a.peerID)
 }
 
-/// Seconds for `count` reliable messages of `size` bytes, sent as fast as `send` returns,
-/// to reach the receiver.
-func sessionMessages(count: Int, size: Int) async throws -> Double {
+/// Time (and CPU, both ends) for `count` reliable messages of `size` bytes, sent as fast as
+/// `send` returns, to reach the receiver.
+func sessionMessages(count: Int, size: Int) async throws -> Measured {
     let (sa, sb, peerA) = try await sessionPair()
     let done = Task { () -> Int in
         var got = 0
@@ -146,7 +110,7 @@ func sessionMessages(count: Int, size: Int) async throws -> Double {
         return got
     }
     let message = [UInt8](repeating: 0x5a, count: size)
-    let t = try await seconds {
+    let t = try await measured {
         for _ in 0..<count { try await sb.send(message, to: [peerA]) }
         _ = await done.value
     }
@@ -164,14 +128,16 @@ func rawSmallMessages(count: Int, size: Int) async throws -> Double {
     return Double(count) / t
 }
 
-func sessionResource(bytes: Int) async throws -> Double {
+/// Time (and CPU, both ends) to send a file of `bytes` bytes, from the offer to the
+/// receiver's verified copy; writing the source file is not counted.
+func sessionResource(bytes: Int) async throws -> Measured {
     let (sa, sb, peerA) = try await sessionPair()
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-bench-\(UUID())").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    FileManager.default.createFile(atPath: dir + "/blob", contents: Data(repeating: 0x33, count: bytes))
+    _ = FileManager.default.createFile(atPath: dir + "/blob", contents: Data(repeating: 0x33, count: bytes))
     Task { for await e in sa.events { if case let .resourceOffered(o) = e { try? await sa.accept(o, into: dir + "/in") } } }
-    let t = try await seconds { try await sb.sendResource(at: dir + "/blob", to: peerA) }
+    let t = try await measured { try await sb.sendResource(at: dir + "/blob", to: peerA) }
     await sb.disconnect()
     return t
 }
@@ -202,13 +168,6 @@ func processStatus(_ key: String) -> Int {
         return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") ?? 0
     }
     return 0
-}
-
-/// User plus system CPU seconds this process has used.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 /// One listening node and `peers` dialling nodes, each with a session to it, then idle: the
@@ -247,6 +206,26 @@ func idleSessions(peers: Int) async throws {
     for s in sessions { await s.disconnect() }
 }
 
+if let mode = arguments.first, mode == "--help" || mode == "-h" || mode == "help" {
+    print(usage)
+    exit(0)
+}
+if arguments.first == "rtt" {
+    try await RoundTripBench.run(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "cpu" {
+    try await CPUBench.run(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "connect-delay" {
+    try await ConnectDelayBench.run(Array(arguments.dropFirst()))
+    exit(0)
+}
+if let mode = arguments.first, Int(mode) == nil, !knownModes.contains(mode) {
+    print(usage)
+    exit(2)
+}
 if arguments.first == "idle" {
     try await idleSessions(peers: arguments.dropFirst().first.flatMap(Int.init) ?? 64)
     exit(0)
@@ -273,18 +252,20 @@ if arguments.first == "bluetooth-one" {
     }
     let bytes = (a.count > 3 ? Int(a[3]) ?? 2 : 2) * 1024 * 1024
     let rfcomm = a[0] == "rfcomm"
-    let mbps = try await bluetoothSession(listener: rfcomm ? RFCOMMTransport(adapterAddress: a[2]) : L2CAPTransport(adapterAddress: a[2]),
+    let run = try await bluetoothSession(listener: rfcomm ? RFCOMMTransport(adapterAddress: a[2]) : L2CAPTransport(adapterAddress: a[2]),
                                           dialler: rfcomm ? RFCOMMTransport(adapterAddress: a[1]) : L2CAPTransport(adapterAddress: a[1]),
                                           medium: rfcomm ? .rfcomm : .l2cap, remote: a[2], bytes: bytes,
                                           fragment: SessionConfig().fragmentSize)
-    print(String(format: "%.3f", mbps))
+    // The CPU line first: paired-bench.sh takes the last line as the MB/s figure.
+    print(String(format: "cpu_ms_per_mib %.1f", run.cpuPerMiB * 1000))
+    print(String(format: "%.3f", run.mbps))
     exit(0)
 }
 if arguments.first == "messages" {
     // Small reliable messages alone (for profiling): COUNT messages of 100 bytes, and raw TCP.
     let count = arguments.dropFirst().first.flatMap(Int.init) ?? 200_000
     let rawRate = try await rawSmallMessages(count: count, size: 100)
-    let plRate = Double(count) / (try await sessionMessages(count: count, size: 100))
+    let plRate = Double(count) / (try await sessionMessages(count: count, size: 100).seconds)
     print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
     print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
     exit(0)
@@ -293,34 +274,60 @@ if arguments.first == "big-messages" {
     // peerlink-bench big-messages [MEGABYTES]: only the reliable 64 KiB messages (for profiling them).
     let mib = arguments.dropFirst().first.flatMap(Int.init) ?? 64
     let count = mib * 16
-    let r = mbps(count * 65536, try await sessionMessages(count: count, size: 65536))
+    let r = mbps(count * 65536, try await sessionMessages(count: count, size: 65536).seconds)
     print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s", r))
     exit(0)
 }
 if arguments.first == "resource" {
     // peerlink-bench resource [MEGABYTES]: only the file transfer (for profiling it).
     let mib = arguments.dropFirst().first.flatMap(Int.init) ?? 64
-    let r = mbps(mib << 20, try await sessionResource(bytes: mib << 20))
+    let r = mbps(mib << 20, try await sessionResource(bytes: mib << 20).seconds)
     print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s", r))
     exit(0)
 }
 print("PeerLink loopback benchmark, \(megabytes) MiB per transfer, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-let rawSeconds = try await rawTCP(bytes: totalBytes)
-let raw = mbps(totalBytes, rawSeconds)
+let rawRun = try await measured { _ = try await rawTCP(bytes: totalBytes) }
+let raw = mbps(totalBytes, rawRun.seconds)
 print(String(format: "baseline  raw TCP socket          %9.1f MB/s", raw))
-if let ip = iperf3() { print(String(format: "baseline  iperf3 (3 s)            %9.1f MB/s   (raw/iperf3 = %.2f)", ip, raw / ip)) }
-let msg = mbps(totalBytes / 65536 * 65536, try await sessionMessages(count: totalBytes / 65536, size: 65536))
+let ip = IPerf3.run()
+if let ip { print(String(format: "baseline  iperf3 (3 s)            %9.1f MB/s   (raw/iperf3 = %.2f)", ip.mbps, raw / ip.mbps)) }
+let msgRun = try await sessionMessages(count: totalBytes / 65536, size: 65536)
+let msg = mbps(totalBytes / 65536 * 65536, msgRun.seconds)
 print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s   ratio to raw %.3f", msg, msg / raw))
-let res = mbps(totalBytes, try await sessionResource(bytes: totalBytes))
+let resRun = try await sessionResource(bytes: totalBytes)
+let res = mbps(totalBytes, resRun.seconds)
 print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s   ratio to raw %.3f", res, res / raw))
 let small = 50_000
 let rawRate = try await rawSmallMessages(count: small, size: 100)
-let plRate = Double(small) / (try await sessionMessages(count: small, size: 100))
+let plRate = Double(small) / (try await sessionMessages(count: small, size: 100).seconds)
 print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
 print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
 let hs = try await handshakes(n: 50)
 print(String(format: "connect   raw TCP                  %9.3f ms", hs.raw * 1000))
 print(String(format: "connect   TCP + Noise XX + hello   %9.3f ms   ratio to raw %.1f", hs.noise * 1000, hs.noise / hs.raw))
+// CPU per GiB from the transfers above (both ends in this process), beside iperf3's.
+let cpuRaw = rawRun.cpuPerGiB(totalBytes), cpuMsg = msgRun.cpuPerGiB(totalBytes / 65536 * 65536), cpuRes = resRun.cpuPerGiB(totalBytes)
+func cpuRatio(_ v: Double) -> String { ip.map { String(format: "   %.2f x iperf3", v / $0.cpuPerGiB) } ?? "" }
+if let ip { print(String(format: "cpu       iperf3, both processes   %9.3f s/GiB", ip.cpuPerGiB)) }
+print(String(format: "cpu       raw TCP socket           %9.3f s/GiB", cpuRaw) + cpuRatio(cpuRaw))
+print(String(format: "cpu       reliable 64 KiB messages %9.3f s/GiB", cpuMsg) + cpuRatio(cpuMsg))
+print(String(format: "cpu       resource (file, SHA-256) %9.3f s/GiB", cpuRes) + cpuRatio(cpuRes))
+let rtt = try await RoundTripBench.measure(count: 2000)
+for r in rtt { print(r.line) }
+var summary: [String: Any] = [
+    "bench": "loopback", "megabytes": megabytes, "cores": ProcessInfo.processInfo.activeProcessorCount,
+    "raw_mbps": rounded(raw), "messages_64k_mbps": rounded(msg), "messages_64k_ratio": rounded(msg / raw, 3),
+    "resource_mbps": rounded(res), "resource_ratio": rounded(res / raw, 3),
+    "raw_small_msgs_per_s": rounded(rawRate, 0), "small_msgs_per_s": rounded(plRate, 0), "small_ratio": rounded(plRate / rawRate, 3),
+    "connect_raw_ms": rounded(hs.raw * 1000, 3), "connect_noise_ms": rounded(hs.noise * 1000, 3),
+    "cpu_s_per_gib": ["raw": rounded(cpuRaw, 3), "messages_64k": rounded(cpuMsg, 3), "resource": rounded(cpuRes, 3)],
+    "rtt": rtt.map(\.json),
+]
+if let ip {
+    summary["iperf3_mbps"] = rounded(ip.mbps)
+    summary["iperf3_cpu_s_per_gib"] = rounded(ip.cpuPerGiB, 3)
+}
+printJSON(summary)
 
 /// A flag awaited once.
 final class OneShotDouble: @unchecked Sendable {
@@ -340,9 +347,10 @@ final class OneShotDouble: @unchecked Sendable {
 }
 
 /// Session throughput between two nodes over a Bluetooth transport, in MB/s (10^6 bytes/s,
-/// as baseline.sh reports), timed at the receiver from the first to the last byte.
+/// as baseline.sh reports), timed at the receiver from the first to the last byte; and the
+/// CPU seconds (both nodes: this process) per MiB from the first send to the last arrival.
 func bluetoothSession(listener: Transport, dialler: Transport, medium: Medium, remote: String,
-                      bytes: Int, fragment: Int) async throws -> Double {
+                      bytes: Int, fragment: Int) async throws -> (mbps: Double, cpuPerMiB: Double) {
     var config = SessionConfig()
     config.fragmentSize = fragment
     let a = try Node(identity: Identity(), displayName: "bench-rx", transports: [listener])
@@ -369,12 +377,14 @@ func bluetoothSession(listener: Transport, dialler: Transport, medium: Medium, r
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
     let message = [UInt8](repeating: 0x5a, count: size)
+    let cpu0 = processCPUSeconds()
     for _ in 0..<count { try await sb.send(message, to: [a.peerID]) }
     let seconds = await done.value
+    let cpu = processCPUSeconds() - cpu0
     await sb.disconnect()
     await a.stop()
     // The first message's bytes arrived before the clock started.
-    return Double((count - 1) * size) / seconds / 1e6
+    return (Double((count - 1) * size) / seconds / 1e6, cpu / (Double(count * size) / 1_048_576))
 }
 
 func bluetoothBenchmark(_ args: [String]) async throws {
@@ -389,12 +399,13 @@ func bluetoothBenchmark(_ args: [String]) async throws {
         let parts = line.split(separator: " ")
         if parts.count == 2, parts[0].hasSuffix("-median"), let v = Double(parts[1]) { medians[String(parts[0].dropLast(7))] = v }
     }
-    func report(_ name: String, _ mbps: Double, baseline: String) {
+    func report(_ name: String, _ run: (mbps: Double, cpuPerMiB: Double), baseline: String) {
         let label = name.padding(toLength: 34, withPad: " ", startingAt: 0)
+        let cpu = String(format: "   CPU %.1f ms/MiB", run.cpuPerMiB * 1000)
         if let base = medians[baseline], base > 0 {
-            print("peerlink  \(label)" + String(format: " %7.3f MB/s   ", mbps) + baseline + String(format: " %7.3f MB/s   ratio %.2f", base, mbps / base))
+            print("peerlink  \(label)" + String(format: " %7.3f MB/s   ", run.mbps) + baseline + String(format: " %7.3f MB/s   ratio %.2f", base, run.mbps / base) + cpu)
         } else {
-            print("peerlink  \(label)" + String(format: " %7.3f MB/s   ", mbps) + "(no \(baseline) baseline in this boot)")
+            print("peerlink  \(label)" + String(format: " %7.3f MB/s   ", run.mbps) + "(no \(baseline) baseline in this boot)" + cpu)
         }
     }
     print("PeerLink Bluetooth benchmark in the lab: \(bytes / 1_048_576) MiB per run, \(tx) -> \(rx)")

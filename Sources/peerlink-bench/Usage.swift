@@ -1,0 +1,31 @@
+/// The modes `peerlink-bench` dispatches on (besides a number, the default run's MiB).
+let knownModes: Set<String> = [
+    "rtt", "cpu", "connect-delay", "idle", "messages", "big-messages", "resource",
+    "bluetooth", "bluetooth-one", "handover-recv", "handover-send",
+]
+
+/// `peerlink-bench --help`.
+let usage = """
+    usage: peerlink-bench [MODE] [ARGUMENTS]   (release build; both ends run in this process)
+
+      peerlink-bench [MEGABYTES]             loopback TCP (default 64 MiB per transfer): raw socket and
+                                             iperf3 baselines; reliable 64 KiB messages, file transfer,
+                                             100 B messages, connect + Noise XX; CPU per GiB; message
+                                             round trips; then one JSON line
+      peerlink-bench rtt [COUNT]             message round trip (64 B, 1 KiB) vs raw TCP ping-pong, p50/p99
+      peerlink-bench cpu [MEGABYTES]         CPU seconds per GiB, both ends, vs iperf3 and raw TCP
+      peerlink-bench connect-delay [ONE-WAY-MS [RUNS]]
+                                             dial to first application byte through a delaying relay, in RTTs
+      peerlink-bench idle [PEERS]            threads, memory and CPU of PEERS idle loopback sessions
+      peerlink-bench messages [COUNT]        only reliable 100 B messages vs raw TCP (for profiling)
+      peerlink-bench big-messages [MEGABYTES]  only reliable 64 KiB messages (for profiling)
+      peerlink-bench resource [MEGABYTES]    only the loopback file transfer (for profiling)
+      peerlink-bench bluetooth TX RX BASELINE_FILE [MIB [FRAGMENTS]]
+                                             inside the Bluetooth lab (scripts/bench-bt.sh): session
+                                             throughput over RFCOMM and L2CAP against rctest/l2test
+      peerlink-bench bluetooth-one rfcomm|l2cap TX RX [MIB]
+                                             one session run in the lab (Hardware/bt-lab/paired-bench.sh)
+      peerlink-bench handover-recv|handover-send …   the PeerLink half of scripts/bench-handover.sh
+
+    `peerlink-bench MODE --help` explains rtt, cpu and connect-delay.
+    """
