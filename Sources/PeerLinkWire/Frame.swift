@@ -58,6 +58,35 @@ public enum Frame: Equatable, Sendable {
         return w.bytes
     }
 
+    /// The encoding as a short head and the payload that ends it (`head + payload ==
+    /// encode()`), for frames that end with an application payload (unreliable messages,
+    /// message parts, stream data); nil for the others. An encrypting link reads the payload
+    /// where it is instead of copying it into an encoded frame first.
+    public func encodedParts() -> (head: [UInt8], payload: [UInt8])? {
+        var w = WireWriter(capacity: 16)
+        let payload: [UInt8]
+        switch self {
+        case let .unreliable(bytes):
+            w.u8(Kind.unreliable.rawValue)
+            payload = bytes
+        case let .reliable(seq, record), let .bulk(seq, record):
+            let kind: Kind = if case .reliable = self { .reliable } else { .bulk }
+            switch record {
+            case let .messagePart(final, bytes):
+                w.u8(kind.rawValue); w.u64(seq); w.u8(Record.Kind.messagePart.rawValue); w.u8(final ? 1 : 0)
+                payload = bytes
+            case let .streamData(stream, bytes):
+                w.u8(kind.rawValue); w.u64(seq); w.u8(Record.Kind.streamData.rawValue); w.u32(stream)
+                payload = bytes
+            default:
+                return nil
+            }
+        default:
+            return nil
+        }
+        return (w.bytes, payload)
+    }
+
     /// Bytes of the variable-length part a frame carries (payload, context), for sizing buffers.
     var payloadCount: Int {
         switch self {

@@ -67,6 +67,23 @@ final class FrameTests: XCTestCase {
         }
     }
 
+    /// The split an encrypting link seals from is the encoding itself, cut where the payload
+    /// starts; frames without a trailing payload have none.
+    func testEncodedPartsAreTheEncodingCutBeforeThePayload() throws {
+        let more: [Frame] = [.bulk(seq: 9, record: .streamData(stream: 4, bytes: [UInt8](repeating: 3, count: 16_000))),
+                             .bulk(seq: 1, record: .messagePart(final: true, bytes: [1]))]
+        for f in Self.samples + more {
+            let enc = f.encode()
+            if let parts = f.encodedParts() {
+                XCTAssertEqual(parts.head + parts.payload, enc, "\(f)")
+                if case .bulk = f { continue }
+                XCTAssertEqual(parts.head.count, Self.restHeader(f), "\(f)")
+            } else {
+                XCTAssertNil(Self.restHeader(f), "\(f) ends with a payload but has no parts")
+            }
+        }
+    }
+
     func testKnownEncodings() throws {
         XCTAssertEqual(Frame.ack(upTo: 0x0102).encode(), [0x04, 0, 0, 0, 0, 0, 0, 0x01, 0x02])
         XCTAssertEqual(Frame.inviteReply(id: 1, answer: .accepted).encode(), [0x02, 0, 0, 0, 1, 1])

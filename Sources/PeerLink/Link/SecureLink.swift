@@ -130,6 +130,12 @@ public final class SecureLink: @unchecked Sendable {
         messages.reserveCapacity(frames.count)
         do {
             for frame in frames {
+                // A frame that fits one message is sealed from its head and payload in place.
+                if let parts = frame.encodedParts(), pieceLimit.map({ parts.head.count + parts.payload.count <= $0 }) ?? true,
+                   parts.head.count + parts.payload.count <= WireLimits.frame {
+                    messages.append(try seal(parts.head, parts.payload, prefix: prefix))
+                    continue
+                }
                 let encoded = frame.encode()
                 if let pieceLimit, encoded.count > pieceLimit {
                     for piece in FramePieces.split(encoded, maxFrame: pieceLimit) {
@@ -147,8 +153,8 @@ public final class SecureLink: @unchecked Sendable {
     }
 
     /// One encrypted message after `prefix` bytes of its big-endian length (lock held).
-    private func seal(_ plaintext: [UInt8], prefix: Int) throws -> [UInt8] {
-        var message = try sendCipher.encrypt(plaintext, headroom: prefix)
+    private func seal(_ plaintext: [UInt8], _ tail: [UInt8] = [], prefix: Int) throws -> [UInt8] {
+        var message = try sendCipher.encrypt(plaintext, tail, headroom: prefix)
         let length = message.count - prefix
         for i in 0..<prefix { message[i] = UInt8(truncatingIfNeeded: length >> (8 * (prefix - 1 - i))) }
         return message

@@ -35,16 +35,25 @@ final class ChaChaPolyContext: @unchecked Sendable {
     /// exactly `plaintext.count + 16` bytes and must not overlap `plaintext`.
     func seal(_ plaintext: UnsafeRawBufferPointer, nonce: UInt64, ad: UnsafeRawBufferPointer,
               into out: UnsafeMutableRawBufferPointer) -> Bool {
-        guard out.count == plaintext.count + Self.tagLength, let dst = out.bindMemory(to: UInt8.self).baseAddress else { return false }
+        seal(plaintext, UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce, ad: ad, into: out)
+    }
+
+    /// Encrypts the plaintext `first` followed by `second` (two places, one message) into
+    /// `out`, which must hold exactly `first.count + second.count + 16` bytes.
+    func seal(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, nonce: UInt64,
+              ad: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        let total = first.count + second.count
+        guard out.count == total + Self.tagLength, let dst = out.bindMemory(to: UInt8.self).baseAddress else { return false }
         return lock.withLock {
             Self.withNonce(nonce) { iv in
-                var n: Int32 = 0
+                var n: Int32 = 0, m: Int32 = 0
                 guard EVP_EncryptInit_ex(sealer, nil, nil, nil, iv) == 1,
                       Self.update(sealer, ad: ad, encrypt: true),
-                      plaintext.isEmpty || EVP_EncryptUpdate(sealer, dst, &n, Self.bytes(plaintext), Int32(plaintext.count)) == 1,
-                      Int(n) == plaintext.count,
-                      EVP_EncryptFinal_ex(sealer, dst + Int(n), &n) == 1,
-                      EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_AEAD_GET_TAG, Int32(Self.tagLength), dst + plaintext.count) == 1
+                      first.isEmpty || EVP_EncryptUpdate(sealer, dst, &n, Self.bytes(first), Int32(first.count)) == 1,
+                      second.isEmpty || EVP_EncryptUpdate(sealer, dst + Int(n), &m, Self.bytes(second), Int32(second.count)) == 1,
+                      Int(n) + Int(m) == total,
+                      EVP_EncryptFinal_ex(sealer, dst + total, &n) == 1,
+                      EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_AEAD_GET_TAG, Int32(Self.tagLength), dst + total) == 1
                 else { return false }
                 return true
             }

@@ -47,10 +47,16 @@ public struct NoiseCipherState: Sendable {
     /// for the connection's own framing (a stream's length prefix), so that the message is
     /// built once. Requires a key (transport messages only).
     public mutating func encrypt(_ plaintext: [UInt8], headroom: Int) throws -> [UInt8] {
+        try encrypt(plaintext, [], headroom: headroom)
+    }
+
+    /// Encrypts the plaintext `head` followed by `tail` as one message (read where they are,
+    /// not joined first), after `headroom` zero bytes. Requires a key.
+    public mutating func encrypt(_ head: [UInt8], _ tail: [UInt8], headroom: Int) throws -> [UInt8] {
         guard let key else { throw NoiseError.wrongState("encrypting with headroom needs a key") }
-        guard plaintext.count <= Noise.maxPlaintextLength else { throw NoiseError.messageTooLong }
+        guard head.count + tail.count <= Noise.maxPlaintextLength else { throw NoiseError.messageTooLong }
         guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
-        let result = try Self.seal(plaintext, key: key.value, nonce: nonce, ad: [], headroom: headroom)
+        let result = try Self.seal(head, tail, key: key.value, nonce: nonce, headroom: headroom)
         nonce += 1
         return result
     }
@@ -114,6 +120,24 @@ public struct NoiseCipherState: Sendable {
             count = ok ? all.count : 0
         }
         guard ok else { throw NoiseError.invalidKey }  // only reachable if libcrypto fails
+        return sealed
+    }
+
+    /// Two plaintext parts sealed as one message into an array of the final size.
+    private static func seal(_ head: [UInt8], _ tail: [UInt8], key: ChaChaPolyContext, nonce: UInt64, headroom: Int) throws -> [UInt8] {
+        var ok = false
+        let sealed = [UInt8](unsafeUninitializedCapacity: headroom + head.count + tail.count + Noise.tagLength) { out, count in
+            let all = UnsafeMutableRawBufferPointer(out)
+            all.prefix(headroom).initializeMemory(as: UInt8.self, repeating: 0)
+            ok = head.withUnsafeBytes { h in
+                tail.withUnsafeBytes { t in
+                    key.seal(h, t, nonce: nonce, ad: UnsafeRawBufferPointer(start: nil, count: 0),
+                             into: UnsafeMutableRawBufferPointer(rebasing: all[headroom...]))
+                }
+            }
+            count = ok ? all.count : 0
+        }
+        guard ok else { throw NoiseError.invalidKey }
         return sealed
     }
 
