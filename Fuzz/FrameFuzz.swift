@@ -7,6 +7,7 @@
 //  - an accepted frame re-encodes to exactly the input bytes (the codec is canonical), except
 //    that an unknown close-reason byte is normalised to 0 (`unspecified`);
 //  - the re-encoding decodes to an equal frame and never exceeds WireLimits.frame;
+//  - a frame's encodedParts (head, payload), where it has them, join into its encoding;
 //  - limits hold on accepted frames (invite context, names, close text, seq > 0).
 
 fileprivate func check(_ ok: Bool, _ what: @autoclosure () -> String) {
@@ -33,6 +34,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     check(encoded == expected, "re-encoding differs from the accepted input: \(frame)")
     check(encoded.count <= WireLimits.frame, "re-encoding longer than the frame limit")
+    if let parts = frame.encodedParts() {
+        check(parts.head + parts.payload == encoded, "encodedParts do not join into the encoding of \(frame)")
+    }
     do {
         let again = try Frame.decode(encoded)
         check(again == frame, "decode(encode(f)) != f for \(frame)")
