@@ -77,6 +77,24 @@ final class FDConnectionTests: XCTestCase {
         tx.close(); rx.close()
     }
 
+    /// A message queued just before `close` (a closing frame) still reaches the peer when the
+    /// socket has room, although the loop had not written it yet.
+    func testAMessageQueuedJustBeforeCloseIsDelivered() async throws {
+        for type in [Int32(SOCK_STREAM.rawValue), Int32(SOCK_SEQPACKET.rawValue)] {
+            let (a, b) = try pair(type)
+            let stream = type == Int32(SOCK_STREAM.rawValue)
+            let tx = FDConnection(fd: a, medium: stream ? .tcp : .l2cap, remoteDescription: "pair a", lengthPrefixed: stream)
+            let rx = FDConnection(fd: b, medium: stream ? .tcp : .l2cap, remoteDescription: "pair b", lengthPrefixed: stream)
+            tx.enqueue(Array("bye: duplicate link".utf8))
+            tx.close()
+            let got = try await rx.receive()
+            XCTAssertEqual(got, Array("bye: duplicate link".utf8), stream ? "stream" : "seqpacket")
+            let end = try await rx.receive()
+            XCTAssertNil(end)
+            rx.close()
+        }
+    }
+
     /// On a message socket a batch is still one send per message: boundaries survive.
     func testMessageSocketKeepsBoundaries() async throws {
         let (a, b) = try pair(Int32(SOCK_SEQPACKET.rawValue))
