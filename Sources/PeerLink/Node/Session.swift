@@ -41,8 +41,7 @@ public final class Session: Sendable {
     public let events: Events
     /// Unread events above which senders are paused.
     public let maxUnreadEvents: Int
-    let continuation: AsyncStream<Event>.Continuation
-    let unread = EventCounter()
+    let queue = EventQueue()
     let registry = ChannelRegistry()
     private let managers = ManagerRegistry()
 
@@ -53,34 +52,25 @@ public final class Session: Sendable {
         self.policy = policy
         self.config = config
         self.maxUnreadEvents = maxUnreadEvents
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-        self.continuation = continuation
-        self.events = Events(base: stream, unread: unread)
+        self.events = Events(queue: queue)
     }
 
     /// The session's events; reading one lets the session acknowledge more data.
     public struct Events: AsyncSequence, Sendable {
         public typealias Element = Event
-        let base: AsyncStream<Event>
-        let unread: EventCounter
+        let queue: EventQueue
 
+        /// Ends (returns nil) only when the reading task is cancelled.
         public struct AsyncIterator: AsyncIteratorProtocol {
-            var inner: AsyncStream<Event>.AsyncIterator
-            let unread: EventCounter
-            public mutating func next() async -> Event? {
-                let e = await inner.next()
-                if e != nil { unread.decrement() }
-                return e
-            }
+            let queue: EventQueue
+            public mutating func next() async -> Event? { await queue.next() }
         }
 
-        public func makeAsyncIterator() -> AsyncIterator {
-            AsyncIterator(inner: base.makeAsyncIterator(), unread: unread)
-        }
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue) }
     }
 
     /// Whether readers are behind (used by channels to pause acknowledgements).
-    var readerIsBehind: Bool { unread.value > maxUnreadEvents }
+    var readerIsBehind: Bool { queue.count > maxUnreadEvents }
 
     /// Peers with at least one live link.
     public func connectedPeers() async -> [PeerID] {
@@ -224,19 +214,7 @@ public final class Session: Sendable {
         if registry.channel(for: channel.peer) == nil, let m = managers.remove(channel.peer) { Task { await m.stop() } }
     }
 
-    func emit(_ e: Event) {
-        unread.increment()
-        continuation.yield(e)
-    }
-}
-
-/// Events emitted and not yet read.
-final class EventCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    func decrement() { lock.withLock { count -= 1 } }
-    var value: Int { lock.withLock { count } }
+    func emit(_ e: Event) { queue.push(e) }
 }
 
 /// The channels of a session, by peer.
@@ -323,7 +301,7 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
 extension Session {
     /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).
     func debugState() async -> String {
-        var lines: [String] = ["unread events: \(unread.value)"]
+        var lines: [String] = ["unread events: \(queue.count)"]
         for c in registry.all() { lines.append(await c.debugState()) }
         return lines.joined(separator: "\n")
     }

@@ -1,0 +1,74 @@
+import Foundation
+import XCTest
+@testable import PeerLink
+
+/// The session's event queue: order, one delivery per event, readers served in the order
+/// they waited, and a cancelled reader that ends with nil without taking an event.
+final class EventQueueTests: XCTestCase {
+    private static let peer = PeerID(publicKey: [UInt8](repeating: 7, count: 32))
+
+    private static func message(_ i: Int) -> Session.Event { .message(from: peer, bytes: [UInt8(i & 0xff), UInt8(i >> 8)], mode: .reliable) }
+
+
+    func testEventsComeOutInOrderWhetherBufferedOrAwaited() async {
+        let q = EventQueue()
+        for i in 0..<3000 { q.push(Self.message(i)) }
+        XCTAssertEqual(q.count, 3000)
+        let reader = Task { () -> [Int] in
+            var got: [Int] = []
+            for _ in 0..<6000 {
+                let e = await q.next()
+                if let n = eventNumber(e) { got.append(n) }
+            }
+            return got
+        }
+        for i in 3000..<6000 {
+            q.push(Self.message(i))
+            if i % 500 == 0 { await Task.yield() }
+        }
+        let got = await reader.value
+        XCTAssertEqual(got, Array(0..<6000))
+        XCTAssertEqual(q.count, 0)
+    }
+
+    func testWaitingReadersAreServedInTheOrderTheyWaited() async throws {
+        let q = EventQueue()
+        var readers: [Task<Int?, Never>] = []
+        for _ in 0..<3 {
+            readers.append(Task { () -> Int? in
+                let e = await q.next()
+                return eventNumber(e)
+            })
+            try await Task.sleep(nanoseconds: 50_000_000)  // let it start waiting before the next one
+        }
+        for i in 0..<3 { q.push(Self.message(i)) }
+        var got: [Int?] = []
+        for r in readers { got.append(await r.value) }
+        XCTAssertEqual(got, [0, 1, 2])
+    }
+
+    func testACancelledReaderEndsWithNilAndTakesNothing() async throws {
+        let q = EventQueue()
+        let cancelled = Task { await q.next() }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        cancelled.cancel()
+        let first = await cancelled.value
+        XCTAssertNil(first, "cancelled while waiting")
+        let early = Task { () -> Session.Event? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await q.next()
+        }
+        let second = await early.value
+        XCTAssertNil(second, "cancelled before waiting")
+        q.push(Self.message(42))
+        XCTAssertEqual(q.count, 1, "nobody took it")
+        let next = await q.next()
+        XCTAssertEqual(eventNumber(next), 42)
+    }
+}
+
+/// The number a test message carries.
+private func eventNumber(_ e: Session.Event?) -> Int? {
+    guard case let .message(_, b, _)? = e, b.count == 2 else { return nil }
+    return Int(b[0]) | Int(b[1]) << 8
+}
