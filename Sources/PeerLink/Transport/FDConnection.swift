@@ -13,13 +13,13 @@ import Glibc
 /// - **Writes** are made by the loop: queuing a message asks for `EPOLLOUT` when no write is
 ///   under way, and the loop writes everything queued by then, in order. The queuing thread
 ///   (a session's actor) never waits in a system call, and messages queued while the loop
-///   wakes leave together (measured faster than writing on the queuing thread for 100-byte
-///   messages, 64 KiB messages and round trips). When the socket is full (`EAGAIN`) the rest
-///   waits for the next `EPOLLOUT`. `close` writes what the socket still takes first. A byte stream (`lengthPrefixed`, TCP and
-///   RFCOMM) gathers everything pending into one `sendmsg` of up to 64 pieces and
-///   `maxWriteChunk` bytes, partial writes continue where they stopped; a message socket
-///   (SOCK_SEQPACKET, L2CAP) gets exactly one `send` per message, so messages are never
-///   merged into one SDU.
+///   wakes leave together (measured: 45-60 % more 100-byte messages per second, more 64 KiB
+///   throughput with less CPU, about 10 µs more per loopback round trip). When the socket is
+///   full (`EAGAIN`) the rest waits for the next `EPOLLOUT`. `close` first writes what the
+///   socket still takes. A byte stream (`lengthPrefixed`, TCP and RFCOMM) gathers everything
+///   pending into one `sendmsg` of up to 64 pieces and `maxWriteChunk` bytes, and partial
+///   writes continue where they stopped; a message socket (SOCK_SEQPACKET, L2CAP) gets
+///   exactly one `send` per message, so messages are never merged into one SDU.
 /// - **Reads** begin with the first `receive` and then run on the loop whenever the socket is
 ///   readable: up to a budget per turn, deframed there, and handed to a waiting `receive` as
 ///   one batch. Without a waiting receiver, messages are buffered up to `receiveBufferLimit`
@@ -132,7 +132,9 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
 
     public func enqueue(_ message: [UInt8]) {
         guard lengthPrefixed else { enqueue(prefixed: [message]); return }
-        guard message.count <= WireLimits.noiseMessage else { fail(.badAddress("message over 65535 bytes")); return }
+        guard (1...WireLimits.noiseMessage).contains(message.count) else {
+            fail(.unsupported("a message of \(message.count) bytes (a stream carries 1 to 65535 per message)")); return
+        }
         var framed = [UInt8]()
         framed.reserveCapacity(message.count + 2)
         framed.append(UInt8(message.count >> 8))
@@ -150,7 +152,7 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
         if lengthPrefixed {
             for m in batch {
                 guard m.count > 2, m.count - 2 == Int(m[0]) << 8 | Int(m[1]) else {
-                    fail(.badAddress("a message whose length prefix does not match its \(m.count - 2) bytes")); return
+                    fail(.unsupported("a message whose length prefix does not match its \(max(0, m.count - 2)) bytes")); return
                 }
                 bytes += m.count
             }
