@@ -43,11 +43,36 @@ final class WiFiSetupWatchTests: XCTestCase {
         var w = WiFiSetupWatch(goal: .network, radioPath: radio)
         let v = run(&w, [changed(radio, ["State": .string("4way_handshake")]),
                          WPASignal(path: radio, interface: WPASupplicantBus.interfaceAPI, member: "PskMismatch", args: [])])
-        XCTAssertEqual(v, .failed(.wrongPassphrase))
-        XCTAssertEqual(WiFiError.setupFailed(step: "connect", .wrongPassphrase).description,
+        XCTAssertEqual(v, .failed(.wrongPassphrase(evidence: "PskMismatch")))
+        XCTAssertEqual(WiFiError.setupFailed(step: "connect", .wrongPassphrase(evidence: "PskMismatch")).description,
                        "Wi-Fi step 'connect' failed: wrong passphrase (PskMismatch)")
         // The verdict stands: a later `completed` does not undo it.
-        XCTAssertEqual(w.handle(changed(radio, ["State": .string("completed")])), .failed(.wrongPassphrase))
+        XCTAssertEqual(w.handle(changed(radio, ["State": .string("completed")])), .failed(.wrongPassphrase(evidence: "PskMismatch")))
+    }
+
+    /// wpa_supplicant 2.10 (Debian 12) has no PskMismatch signal: what it sends on D-Bus for a
+    /// wrong key, as the lab's log showed ("4-Way Handshake failed - pre-shared key may be
+    /// incorrect" right after "CTRL-EVENT-DISCONNECTED reason=15").
+    func testAWrongPassphraseIsReadFromADisconnectDuringTheHandshakeIn210() {
+        var w = WiFiSetupWatch(goal: .network, radioPath: radio)
+        XCTAssertNil(w.handle(changed(radio, ["State": .string("associating")])))
+        XCTAssertNil(w.handle(changed(radio, ["State": .string("associated")])))
+        XCTAssertNil(w.handle(changed(radio, ["State": .string("4way_handshake")])))
+        let v = w.handle(changed(radio, ["DisconnectReason": .int32(15), "State": .string("disconnected")]))
+        XCTAssertEqual(v, .failed(.wrongPassphrase(evidence: "the 4-way handshake failed: DisconnectReason 15")))
+        XCTAssertEqual(WiFiError.setupFailed(step: "connect", .wrongPassphrase(evidence: "the 4-way handshake failed: DisconnectReason 15")).description,
+                       "Wi-Fi step 'connect' failed: wrong passphrase (the 4-way handshake failed: DisconnectReason 15)")
+        // Both in one signal (flushed together) read the same.
+        var one = WiFiSetupWatch(goal: .network, radioPath: radio)
+        XCTAssertEqual(one.handle(changed(radio, ["DisconnectReason": .int32(-15), "State": .string("4way_handshake")])),
+                       .failed(.wrongPassphrase(evidence: "the 4-way handshake failed: DisconnectReason -15")))
+        // Not during the handshake, or this side's "IE in 4-way differs": not a wrong key.
+        var other = WiFiSetupWatch(goal: .network, radioPath: radio)
+        XCTAssertNil(other.handle(changed(radio, ["State": .string("associating")])))
+        XCTAssertNil(other.handle(changed(radio, ["DisconnectReason": .int32(2), "State": .string("disconnected")])))
+        XCTAssertNil(other.handle(changed(radio, ["State": .string("4way_handshake")])))
+        XCTAssertNil(other.handle(changed(radio, ["DisconnectReason": .int32(-17), "State": .string("disconnected")])))
+        XCTAssertEqual(other.failedAttempts, 1)
     }
 
     func testRejectionsAndRemoteDisconnectsEndItAfterTheAllowedAttempts() {
@@ -122,6 +147,16 @@ final class WiFiSetupWatchTests: XCTestCase {
         XCTAssertNil(w.handle(interfaceAdded(group, "p2p-wlan1-0")))
         XCTAssertEqual(w.groupInterfaces, [group])
         XCTAssertEqual(w.handle(WPASignal(path: group, interface: WPASupplicantBus.interfaceAPI, member: "PskMismatch", args: [])),
-                       .failed(.wrongPassphrase))
+                       .failed(.wrongPassphrase(evidence: "PskMismatch")))
+    }
+
+    /// wpa_supplicant 2.10 sends a P2P client's GroupFormationFailure from the group
+    /// interface it made for the attempt (seen in the lab), not from the radio.
+    func testAGroupFormationFailureFromTheNewGroupInterfaceEndsIt() {
+        var w = WiFiSetupWatch(goal: .p2pGroup(role: "client"), radioPath: radio)
+        let failure = WPASignal(path: group, interface: WPASupplicantBus.p2pAPI, member: "GroupFormationFailure", args: [.string("")])
+        XCTAssertNil(w.handle(failure), "not ours before the interface appeared")
+        XCTAssertNil(w.handle(interfaceAdded(group, "p2p-wlan1-0")))
+        XCTAssertEqual(w.handle(failure), .failed(.groupFormation("")))
     }
 }

@@ -1,8 +1,11 @@
 /// Why wpa_supplicant says a set-up (soft-AP start, station join, P2P group formation or
 /// join) failed, in words a user can act on, with the signal or property that said so.
 public enum WiFiSetupFailure: Error, Equatable, Sendable, CustomStringConvertible {
-    /// `Interface.PskMismatch`: the 4-way handshake failed the way a wrong key makes it fail.
-    case wrongPassphrase
+    /// The 4-way handshake failed the way a wrong key makes it fail; `evidence` says how
+    /// wpa_supplicant told: its `PskMismatch` signal (2.11 and later), or, as 2.10 reports it
+    /// on D-Bus, a `DisconnectReason` while the interface was in `4way_handshake` (the very
+    /// test behind its log line "pre-shared key may be incorrect").
+    case wrongPassphrase(evidence: String)
     /// Attempts the other side refused or broke off (`AuthStatusCode`, `AssocStatusCode`,
     /// `DisconnectReason`), the last one named; wpa_supplicant retries after each.
     case attemptsFailed(count: Int, last: Attempt)
@@ -68,7 +71,7 @@ public enum WiFiSetupFailure: Error, Equatable, Sendable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case .wrongPassphrase: return "wrong passphrase (PskMismatch)"
+        case let .wrongPassphrase(evidence): return "wrong passphrase (\(evidence))"
         case let .attemptsFailed(count, last): return "\(count) attempts failed, the last: \(last)"
         case let .groupFormation(reason):
             return "the group did not form (GroupFormationFailure\(reason.isEmpty ? "" : " \(reason)")): wrong passphrase, or the other side is gone or out of range"

@@ -4,9 +4,12 @@
 /// signal at a time, it returns a verdict or nil (keep waiting), so a failure ends the set-up
 /// when wpa_supplicant says so instead of at the set-up timeout.
 ///
-/// What ends it at once: `PskMismatch`, `GroupFormationFailure`, `GONegotiationFailure`, a
-/// failed `InvitationResult`, `WpsFailed`, `interface_disabled`, wpa_supplicant leaving the
-/// bus. What counts as one failed attempt (wpa_supplicant retries; the set-up ends after
+/// What ends it at once: a wrong passphrase (`PskMismatch`, or, in wpa_supplicant 2.10 which
+/// has no such signal, a `DisconnectReason` while in `4way_handshake`, except this side's
+/// "IE in 4-way differs"), `GroupFormationFailure`, `GONegotiationFailure`, a failed
+/// `InvitationResult`, `WpsFailed` (P2P signals from the radio or a group interface that
+/// appeared during the set-up), `interface_disabled`, wpa_supplicant leaving the bus. What
+/// counts as one failed attempt (wpa_supplicant retries; the set-up ends after
 /// `attemptsAllowed`): a non-zero `AuthStatusCode` or `AssocStatusCode`, a `DisconnectReason`
 /// from the other side. This side's own disconnects (negative reasons, e.g. leaving the
 /// network `SelectNetwork` replaced) do not count.
@@ -36,6 +39,8 @@ struct WiFiSetupWatch: Sendable, Equatable {
     private(set) var groupInterfaces: [String] = []
     private(set) var failedAttempts = 0
     private(set) var verdict: Verdict?
+    /// The last `State` each watched interface reported.
+    private var states: [String: WPAState] = [:]
 
     init(goal: Goal, radioPath: String) {
         self.goal = goal
@@ -58,7 +63,8 @@ struct WiFiSetupWatch: Sendable, Equatable {
             groupInterfaces.append(path)
             return nil
         }
-        if case let .p2pGroup(role) = goal, s.path == radioPath, s.interface == WPASupplicantBus.p2pAPI {
+        // wpa_supplicant sends a P2P client's GroupFormationFailure from its group interface.
+        if case let .p2pGroup(role) = goal, watched.contains(s.path), s.interface == WPASupplicantBus.p2pAPI {
             switch s.member {
             case "GroupStarted":
                 guard let g = try? WPAProperties.groupSignal(s.args), g.role == role else { return nil }
@@ -73,9 +79,16 @@ struct WiFiSetupWatch: Sendable, Equatable {
             }
         }
         guard watched.contains(s.path), s.interface == WPASupplicantBus.interfaceAPI else { return nil }
-        if s.member == "PskMismatch" { return .failed(.wrongPassphrase) }
+        if s.member == "PskMismatch" { return .failed(.wrongPassphrase(evidence: "PskMismatch")) }
         guard s.member == "PropertiesChanged", let c = WPAProperties.interfaceChange(s.args) else { return nil }
+        let before = states[s.path]
+        if let st = c.state { states[s.path] = st }
         if c.state == .interfaceDisabled { return .failed(.interfaceDisabled) }
+        // wpa_supplicant's could_be_psk_mismatch(): the link dropped during the PSK 4-way
+        // handshake, unless this side dropped it because the AP's IEs differed (reason 17).
+        if let reason = c.disconnectReason, reason != 0, reason != -17, before == .fourWayHandshake || c.state == .fourWayHandshake {
+            return .failed(.wrongPassphrase(evidence: "the 4-way handshake failed: DisconnectReason \(reason)"))
+        }
         if goal == .network, s.path == radioPath, c.state == .completed { return .completed }
         var attempt: WiFiSetupFailure.Attempt?
         if let code = c.authStatus, code != 0 { attempt = .authenticationRejected(status: code) }
