@@ -43,7 +43,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
             throw XCTSkip("Wi-Fi lab only: scripts/test-wifi.sh (bt-lab with --radios 2)")
         }
         let hci0 = try XCTUnwrap(env["PEERLINK_LAB_HCI0"]), hci1 = try XCTUnwrap(env["PEERLINK_LAB_HCI1"])
-        await aclLinksGone()
+        await Self.aclLinksGone()
         let w0 = try XCTUnwrap(env["PEERLINK_LAB_WIFI0"]), w1 = try XCTUnwrap(env["PEERLINK_LAB_WIFI1"])
         let ua = WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: env["PEERLINK_LAB_WIFI0_BUS"]), interface: w0)
         let ub = WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: env["PEERLINK_LAB_WIFI1_BUS"]), interface: interfaceB ?? w1)
@@ -61,6 +61,14 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: hci0)], upgraders: [ub],
                          handshakeTimeout: 20)
         let sa = Session(node: a, config: config), sb = Session(node: b, config: config)
+        // Close every socket of the test and let its ACL link go before the next test: a
+        // session started right after the previous one (nodes left running) had its RFCOMM
+        // link reset 4 s after it came up, in two lab runs.
+        addTeardownBlock { @Sendable in
+            await a.stop()
+            await b.stop()
+            await WiFiDirectUpgradeLabTests.aclLinksGone()
+        }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-wfd-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let log = EventLog()
@@ -85,7 +93,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
     /// Waits (up to 10 s) until the controllers hold no ACL link: bluetoothd drops one a few
     /// seconds after its last channel closed, and a new session's RFCOMM link set up on the
     /// old ACL link was reset with it (seen when a test started right after the previous one).
-    func aclLinksGone() async {
+    static func aclLinksGone() async {
         for _ in 0..<40 {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
