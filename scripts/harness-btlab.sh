@@ -2,12 +2,14 @@
 # Runs transport-selection scenarios on the Bluetooth lab backend (docs/HARNESS.md): builds
 # peerlink-harness on the host, boots the lab VM (scripts/bt-lab.sh) with two virtual
 # controllers once per scenario, and runs `peerlink-harness run --backend btlab` inside, where a
-# `bluetooth` link is real RFCOMM between two controllers and a `wifi` link is TCP over a
-# dummy interface cut with nftables. Reports (JSON + SVG) go to results/harness-btlab/.
+# `bluetooth` link is real RFCOMM between two controllers, a `wifi` link is TCP over a
+# dummy interface cut with nftables, and a `wifi-direct` link is a group the nodes negotiate
+# over their session on two hwsim radios (the lab boots them, with one wpa_supplicant each,
+# for a scenario that has such a link). Reports (JSON + SVG) go to results/harness-btlab/.
 #
 # Usage: scripts/harness-btlab.sh [SCENARIO.toml ...]
-#   (default: every scenario in scenarios/ that this backend can run; loss-5pct-preferred
-#    needs loss on a Bluetooth link, which a real radio here cannot produce)
+#   (default: every scenario in scenarios/ that this backend can run, and scenarios/radios/;
+#    loss-5pct-preferred needs loss on a Bluetooth link, which a real radio here cannot produce)
 # Environment: SCRATCH (build dir, default .build-bt), CONFIG (release or debug, default
 #   release: the emulated CPU is the bottleneck in the VM, and a debug build cannot carry
 #   flapping-under-load's 1000 messages/s there), BT_TIMEOUT (seconds, default 600),
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/.."
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${BT_TIMEOUT:-600}
 CONFIG=${CONFIG:-release}
-case ${1:-} in -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 if (($#)); then
     FILES=("$@")
 else
@@ -28,6 +30,7 @@ else
         [[ $(basename "$f") == loss-5pct-preferred.toml ]] && continue
         FILES+=("$f")
     done
+    FILES+=(scenarios/radios/*.toml)
 fi
 echo "[harness-btlab] building peerlink-harness (swift build -c $CONFIG --scratch-path $SCRATCH)"
 if ! swift build -c "$CONFIG" --scratch-path "$SCRATCH" --product peerlink-harness; then
@@ -44,9 +47,11 @@ passed=0 failed=0 worst=0
 for f in "${FILES[@]}"; do
     name=$(basename "$f" .toml)
     LAB=$(mktemp -d "${TMPDIR:-/tmp}/peerlink-harness-btlab-$name.XXXXXX")
-    echo "[harness-btlab] $name: booting the lab"
+    # A wifi-direct link needs the lab's Wi-Fi radios too.
+    radios=(); grep -qE '^medium *= *"wifi-direct"' "$f" && radios=(--radios 2)
+    echo "[harness-btlab] $name: booting the lab${radios:+ with two Wi-Fi radios}"
     # The repository is read-only inside the VM: reports go to the lab's results directory.
-    scripts/bt-lab.sh run --controllers 2 --timeout "$TIMEOUT" --results "$LAB" -- \
+    scripts/bt-lab.sh run --controllers 2 "${radios[@]}" --timeout "$TIMEOUT" --results "$LAB" -- \
         /usr/bin/env PEERLINK_HARNESS_TRACE="${PEERLINK_HARNESS_TRACE:-0}" \
         /bin/sh -c '"$0" run --backend btlab --out "$PEERLINK_LAB_RESULTS/harness" "$1"' "$BIN" "$f" >"$LOG" 2>&1
     status=$?

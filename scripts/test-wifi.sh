@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${WIFI_TIMEOUT:-600}
-FILTER="PeerLinkTests.WiFiDirectLabTests,PeerLinkTests.DoctorWiFiLabTests,PeerLinkTests.WiFiDirectUpgradeLabTests"
+FILTER="PeerLinkTests.WiFiDirectLabTests,PeerLinkTests.WiFiSetupFailureLabTests,PeerLinkTests.DoctorWiFiLabTests,PeerLinkTests.WiFiDirectUpgradeLabTests"
 LAB_ARGS=()
 while [[ $# -gt 0 ]]; do
     case $1 in

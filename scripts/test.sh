@@ -13,7 +13,10 @@
 #      power-off, BlueZ browsing and advertising, discovery and the CLI over Bluetooth alone,
 #      adapter removal and bluetoothd restarts; same condition
 #   7. the Wi-Fi lab tests in the VM (scripts/test-wifi.sh): Wi-Fi Direct and soft-AP through
-#      wpa_supplicant on two hwsim radios, doctor's Wi-Fi section; same condition
+#      wpa_supplicant on two hwsim radios, set-ups that fail, doctor's Wi-Fi section, the
+#      upgrade end to end; same condition
+#   8. the harness's upgrade scenario on the lab's radios (scripts/harness-btlab.sh
+#      scenarios/radios/*.toml, debug build, one VM boot of about 2.5 min); same condition
 # Ends with one line "summary: N passed, M failed" counting test cases across the steps.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -106,6 +109,14 @@ if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
     SCRATCH=.build timeout --kill-after=10 900 "$here/test-wifi.sh" 2>&1 | tee "$logs/wifi.log" | grep -E "^Test Case|error:|figure:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -40
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/wifi.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("wifi"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("wifi"); fi
+fi
+
+if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
+    step "harness on the lab's radios: Bluetooth session, Wi-Fi Direct upgrade, group torn down mid-transfer"
+    SCRATCH=.build CONFIG=debug timeout --kill-after=10 600 "$here/harness-btlab.sh" scenarios/radios/*.toml 2>&1 | tee "$logs/harness-radios.log" | grep -E "^(PASS|FAIL|  FAIL)|passed, |\[harness-btlab\]" | tail -20
+    line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/harness-radios.log" | tail -1)
+    if [ -z "$line" ]; then add 0 1; steps_failed+=("harness-radios"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("harness-radios"); fi
+    echo "reports: results/harness-btlab/"
 fi
 
 echo

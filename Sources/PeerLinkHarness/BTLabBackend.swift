@@ -3,11 +3,14 @@ import PeerLink
 
 /// Runs scenarios inside the Bluetooth lab VM (scripts/harness-btlab.sh boots it): a
 /// `bluetooth` link is a real RFCOMM link between two virtual controllers, a `wifi` link is
-/// TCP between two addresses of a dummy interface in the VM. Both nodes run in this process,
+/// TCP between two addresses of a dummy interface in the VM, a `wifi-direct` link is a group
+/// the nodes negotiate over their session and form on the lab's hwsim radios through each
+/// radio's own wpa_supplicant (`WiFiDirectUpgrader`). Both nodes run in this process,
 /// since Bluetooth sockets exist only in the VM's initial network namespace. Events: `off` on
 /// Bluetooth powers the receiver's controller off (btmgmt), `restore` powers it on; on Wi-Fi,
 /// `off` takes the interface down and drops its traffic (nftables), `cut` only drops it
-/// (silent), `loss` drops that share of its packets at random.
+/// (silent), `loss` drops that share of its packets at random; on Wi-Fi Direct, `off` or
+/// `cut` tears every group down on both radios (as a user switching Wi-Fi off would).
 ///
 /// The Wi-Fi link's bandwidth and delay come from a shaping relay (DelayRelay) in front of the
 /// receiver. Not emulated here, and said in each report: the Bluetooth link's bandwidth and
@@ -17,6 +20,9 @@ public struct BTLabBackend: ScenarioBackend {
     public let name = "btlab"
     /// The lab's controller addresses by index (`PEERLINK_LAB_HCI<n>`).
     public let controllers: [Int: String]
+    /// The lab's Wi-Fi radios by index (`PEERLINK_LAB_WIFI<n>`) and their wpa_supplicant's
+    /// bus (`PEERLINK_LAB_WIFI<n>_BUS`).
+    public let radios: [Int: (interface: String, bus: String)]
     /// The first controller index to use; link pairs are (first, first+1), (first+2, first+3)…
     public var firstController = 0
     public var sampleInterval = 25
@@ -28,14 +34,23 @@ public struct BTLabBackend: ScenarioBackend {
             if let i = Int(k.dropFirst("PEERLINK_LAB_HCI".count)) { c[i] = v }
         }
         controllers = c
+        var r: [Int: (interface: String, bus: String)] = [:]
+        for (k, v) in environment where k.hasPrefix("PEERLINK_LAB_WIFI") && !k.hasSuffix("_BUS") && !k.hasSuffix("_MAC") {
+            if let i = Int(k.dropFirst("PEERLINK_LAB_WIFI".count)), let bus = environment["PEERLINK_LAB_WIFI\(i)_BUS"] { r[i] = (v, bus) }
+        }
+        radios = r
     }
 
     /// Why this backend cannot run `scenario`, or nil.
     public func refusal(_ scenario: Scenario) -> String? {
         let bt = scenario.links.filter { $0.kind == .bluetooth }, wifi = scenario.links.filter { $0.kind == .wifi }
         if bt.count > 1 || wifi.count > 1 { return "the btlab backend runs one bluetooth and one wifi link at most" }
-        if scenario.links.contains(where: { $0.kind == .wifiDirect }) {
-            return "wifi-direct links need the lab's Wi-Fi radios, which this backend does not drive yet"
+        if scenario.links.contains(where: { $0.kind == .wifiDirect }), radios[0] == nil || radios[1] == nil {
+            return "wifi-direct links need the lab's Wi-Fi radios wlan0/wlan1 (scripts/harness-btlab.sh boots them for such scenarios)"
+        }
+        if let l = scenario.links.first(where: { $0.kind == .wifiDirect }),
+           l.loss > 0 || scenario.events.contains(where: { $0.link == l.name && $0.action == .loss }) {
+            return "loss on the Wi-Fi Direct group '\(l.name)' cannot be produced on the lab's radios"
         }
         if let l = bt.first, scenario.events.contains(where: { $0.link == l.name && $0.action == .loss }) {
             return "loss on the Bluetooth link '\(l.name)' cannot be produced on a real radio here"
@@ -49,7 +64,7 @@ public struct BTLabBackend: ScenarioBackend {
 
     public func run(_ scenario: Scenario) async throws -> RunRecord {
         if let why = refusal(scenario) { throw HarnessError.unsupported(backend: name, reason: why) }
-        let network = try BTLabRunNetwork(scenario, controllers: controllers, first: firstController)
+        let network = try BTLabRunNetwork(scenario, controllers: controllers, first: firstController, radios: radios)
         var run = InProcessRun(backend: name, network: network)
         run.sampleInterval = sampleInterval
         return try await run.run(scenario)
@@ -86,13 +101,21 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     /// Keeps the receiver's controller connectable (bluetoothd turns that off; the receiver
     /// listens without advertising), as an application does through PeerLink.
     private let reachability: BluetoothReachability?
+    /// The wifi-direct link and each side's upgrader on its own radio, if the scenario has one.
+    let group: (spec: Scenario.LinkSpec, sender: WiFiDirectUpgrader, receiver: WiFiDirectUpgrader)?
 
-    init(_ scenario: Scenario, controllers: [Int: String], first: Int) throws {
+    init(_ scenario: Scenario, controllers: [Int: String], first: Int, radios: [Int: (interface: String, bus: String)] = [:]) throws {
         senderIndex = first
         receiverIndex = first + 1
         senderAddress = controllers[first] ?? ""
         receiverAddress = controllers[first + 1] ?? ""
         wifiShape = scenario.links.first { $0.kind == .wifi && ($0.delay > 0 || $0.bandwidth > 0) }.map { ($0.delay, $0.bandwidth) }
+        if let l = scenario.links.first(where: { $0.kind == .wifiDirect }), let r0 = radios[0], let r1 = radios[1] {
+            group = (l, WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: r0.bus), interface: r0.interface),
+                     WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: r1.bus), interface: r1.interface))
+        } else {
+            group = nil
+        }
         if scenario.links.contains(where: { $0.kind == .bluetooth }) {
             let r = BluetoothReachability(adapterPath: "hci\(first + 1)")
             try r.ensure()
@@ -148,7 +171,13 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         }
     }
 
+    func upgraders(receiver: Bool) -> [LinkUpgrader] {
+        guard let group else { return [] }
+        return [receiver ? group.receiver : group.sender]
+    }
+
     func link(of snapshot: LinkSnapshot, in links: [Scenario.LinkSpec]) -> String? {
+        if snapshot.medium == .wifiDirect { return group?.spec.name }
         let kind: Scenario.LinkSpec.Kind = snapshot.medium == .tcp ? .wifi : .bluetooth
         return links.first { $0.kind == kind }?.name
     }
@@ -163,6 +192,14 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
     }
 
     func apply(_ e: Scenario.TimedEvent, to l: Scenario.LinkSpec, index: Int) async throws {
+        if l.kind == .wifiDirect {
+            // The system takes the group down on both radios: every link on it closes. A later
+            // file forms a new one (the session negotiates again).
+            guard let group, e.action == .off || e.action == .cut else { return }
+            await group.sender.wifi.leaveAll()
+            await group.receiver.wifi.leaveAll()
+            return
+        }
         try await offThePool { try self.applyNow(e, to: l) }
     }
 
@@ -185,7 +222,7 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         case (.wifi, .restore):
             try drop(nil)
             try Self.sh("ip", "link", "set", interface, "up")
-        case (.wifiDirect, _): throw HarnessError.unsupported(backend: "btlab", reason: "wifi-direct links")
+        case (.wifiDirect, _): break  // handled in apply
         case (.wifi, .loss):
             let percent = Int(((e.loss ?? 0) * 100).rounded())
             try drop(percent > 0 ? percent : nil)
@@ -200,6 +237,9 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         if let wifi = scenario.links.first(where: { $0.kind == .wifi && ($0.bandwidth > 0 || $0.delay > 0) }) {
             out.append("btlab: the Wi-Fi link '\(wifi.name)' is shaped by a userspace relay in front of the receiver"
                        + " (\(wifi.bandwidth > 0 ? "\(wifi.bandwidth) B/s" : "no rate limit"), \(wifi.delay) ms each way, on PeerLink's bytes)")
+        }
+        if let p2p = scenario.links.first(where: { $0.kind == .wifiDirect && ($0.bandwidth > 0 || $0.delay > 0) }) {
+            out.append("btlab: the Wi-Fi Direct link '\(p2p.name)' is a group on the lab's hwsim radios and runs at their own speed (its bandwidth and delay are not shaped)")
         }
         if let bt = scenario.links.first(where: { $0.kind == .bluetooth }),
            scenario.events.contains(where: { $0.link == bt.name && $0.action == .cut }) {
@@ -224,6 +264,10 @@ final class BTLabRunNetwork: RunNetwork, @unchecked Sendable {
         defer { trace("torn down") }
         if lock.withLock({ poweredOff }) { try? power(true) }
         reachability?.release()
+        if let group {
+            await group.sender.wifi.leaveAll()
+            await group.receiver.wifi.leaveAll()
+        }
         lock.withLock { relay }?.close()
         _ = try? Self.sh("nft", "delete", "table", "inet", table)
         _ = try? Self.sh("ip", "link", "del", interface)

@@ -64,4 +64,38 @@ final class BTLabBackendTests: XCTestCase {
             XCTAssertTrue("\(e)".hasPrefix("the btlab backend cannot run this scenario"), "\(e)")
         }
     }
+
+    func testWiFiDirectNeedsTheLabsRadios() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scenarios/radios").standardized
+        let text = try String(contentsOf: dir.appendingPathComponent("upgrade-then-group-torn-down.toml"), encoding: .utf8)
+        let upgrade = try Scenario.parse(text)
+        XCTAssertEqual(BTLabBackend(environment: lab).refusal(upgrade),
+                       "wifi-direct links need the lab's Wi-Fi radios wlan0/wlan1 (scripts/harness-btlab.sh boots them for such scenarios)")
+        var withRadios = lab
+        for k in 0..<2 {
+            withRadios["PEERLINK_LAB_WIFI\(k)"] = "wlan\(k)"
+            withRadios["PEERLINK_LAB_WIFI\(k)_BUS"] = "unix:path=/run/wifi\(k)/bus"
+            withRadios["PEERLINK_LAB_WIFI\(k)_MAC"] = "02:00:00:00:0\(k):00"
+        }
+        let backend = BTLabBackend(environment: withRadios)
+        XCTAssertEqual(backend.radios[1]?.interface, "wlan1")
+        XCTAssertEqual(backend.radios[1]?.bus, "unix:path=/run/wifi1/bus")
+        XCTAssertNil(backend.refusal(upgrade))
+        // The memory backend's upgrade scenarios run here too.
+        let memoryDir = dir.deletingLastPathComponent().appendingPathComponent("upgrade")
+        for name in ["file-moves-to-wifi-direct", "group-torn-down-mid-transfer"] {
+            let t = try String(contentsOf: memoryDir.appendingPathComponent("\(name).toml"), encoding: .utf8)
+            XCTAssertNil(backend.refusal(try Scenario.parse(t)), name)
+        }
+        let lossy = try scenario("""
+        [[link]]
+        name = "bt"
+        medium = "bluetooth"
+        [[link]]
+        name = "p2p"
+        medium = "wifi-direct"
+        loss = 0.05
+        """)
+        XCTAssertEqual(backend.refusal(lossy), "loss on the Wi-Fi Direct group 'p2p' cannot be produced on the lab's radios")
+    }
 }

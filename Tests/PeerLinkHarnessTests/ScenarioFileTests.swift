@@ -98,7 +98,9 @@ final class ScenarioFileTests: XCTestCase {
                                "loss-5pct-preferred.toml", "silent-cut-with-copies.toml", "wifi-appears-upgrade.toml", "wifi-dies-mid-transfer.toml", "wifi-only.toml"])
         let upgrades = try FileManager.default.contentsOfDirectory(atPath: dir + "/upgrade").filter { $0.hasSuffix(".toml") }.sorted()
         XCTAssertEqual(upgrades, ["file-moves-to-wifi-direct.toml", "group-torn-down-mid-transfer.toml"])
-        for f in files + upgrades.map({ "upgrade/" + $0 }) {
+        let radios = try FileManager.default.contentsOfDirectory(atPath: dir + "/radios").filter { $0.hasSuffix(".toml") }.sorted()
+        XCTAssertEqual(radios, ["upgrade-then-group-torn-down.toml"])
+        for f in files + upgrades.map({ "upgrade/" + $0 }) + radios.map({ "radios/" + $0 }) {
             let s = try Scenario.parse(String(contentsOfFile: dir + "/" + f, encoding: .utf8))
             XCTAssertEqual(s.name + ".toml", (f as NSString).lastPathComponent, "the scenario's name matches its file")
             XCTAssertFalse(s.description.isEmpty, f)

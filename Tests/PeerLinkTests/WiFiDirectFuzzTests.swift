@@ -87,7 +87,7 @@ final class WiFiDirectFuzzTests: XCTestCase {
         case 7: return .array((0..<Int.random(in: 0...6, using: &rng)).map { _ in value(depth + 1) })
         case 8:
             let keys = ["Role", "SSID", "BSSID", "Frequency", "Passphrase", "interface_object", "group_object", "role", "State", "Ifname",
-                        "Capabilities", "Modes"]
+                        "Capabilities", "Modes", "DisconnectReason", "AuthStatusCode", "AssocStatusCode", "status", "config_error"]
             return .array((0..<Int.random(in: 0...6, using: &rng)).map { _ in
                 .dictEntry(.string(keys.randomElement(using: &rng) ?? "x"), value(depth + 1))
             })
@@ -114,12 +114,30 @@ final class WiFiDirectFuzzTests: XCTestCase {
             _ = WPAProperties.strings(v)
             _ = WPAProperties.objectPaths(v)
             _ = WPAProperties.int(v)
+            _ = WPAProperties.interfaceChange([v])
+            _ = WPAProperties.p2pStatus([v])
+            _ = WPAProperties.wpsConfigError([value(), v])
+            _ = WPAProperties.interfaceAdded([value(), v])
             let signal = WPASignal(path: "/fi/w1/wpa_supplicant1/Interfaces/0", interface: WPASupplicantBus.p2pAPI,
                                    member: ["GroupFinished", "PropertiesChanged", "InterfaceRemoved", "PeerJoined", "NameOwnerChanged"]
                                        .randomElement(using: &rng) ?? "", args: [v, value()])
             for role in [WiFiRole.groupOwner, .p2pClient, .accessPoint, .station] {
                 _ = WiFiGroupEvents.classify(signal, .init(role: role, radioPath: "/fi/w1/wpa_supplicant1/Interfaces/0",
                                                            groupInterfacePath: "/fi/w1/wpa_supplicant1/Interfaces/1", groupObject: nil))
+            }
+            // The set-up watch over random signals of every member it reads, on the radio,
+            // a group interface and the root object.
+            let members = ["PropertiesChanged", "PskMismatch", "GroupStarted", "GroupFormationFailure", "GONegotiationFailure",
+                           "InvitationResult", "WpsFailed", "InterfaceAdded", "NameOwnerChanged"]
+            let paths = ["/fi/w1/wpa_supplicant1/Interfaces/0", "/fi/w1/wpa_supplicant1/Interfaces/1", WPASupplicantBus.rootPath]
+            let apis = [WPASupplicantBus.interfaceAPI, WPASupplicantBus.p2pAPI, WPASupplicantBus.service]
+            for goal in [WiFiSetupWatch.Goal.network, .p2pGroup(role: "client"), .p2pGroup(role: "GO")] {
+                var watch = WiFiSetupWatch(goal: goal, radioPath: paths[0])
+                for _ in 0..<4 {
+                    let s = WPASignal(path: paths.randomElement(using: &rng) ?? "", interface: apis.randomElement(using: &rng) ?? "",
+                                      member: members.randomElement(using: &rng) ?? "", args: [value(), v, value()].prefix(Int.random(in: 0...3, using: &rng)).map { $0 })
+                    if case let .failed(f)? = watch.handle(s) { XCTAssertFalse(f.description.isEmpty) }
+                }
             }
         }
         labLogIfVerbose("random wpa_supplicant values accepted by a reader: \(accepted) of 15000")

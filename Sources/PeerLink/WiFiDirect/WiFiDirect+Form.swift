@@ -33,26 +33,17 @@ extension WiFiDirect {
         let devices = (try? Nl80211.devices()) ?? nil
         try requireP2P(bus, radio: radio, radioPath: radioPath, devices: devices)
 
-        let started = bus.signals.expect { s in
-            s.path == radioPath && s.interface == WPASupplicantBus.p2pAPI
-                && (s.member == "GroupFormationFailure" || (s.member == "GroupStarted" && (try? WPAProperties.groupSignal(s.args))?.role == "GO"))
-                || s.isSupplicantGone
-        }
+        let started = bus.signals.watch(WiFiSetupWatch(goal: .p2pGroup(role: "GO"), radioPath: radioPath))
         var args: [String: DBusValue] = [:]
         if let frequency { args["frequency"] = .int32(Int32(frequency)) }
-        let signal: WPASignal? = try timings.measure(.startGroup) {
+        let verdict: WiFiSetupWatch.Verdict? = try timings.measure(.startGroup) {
             do { _ = try bus.call(radioPath, WPASupplicantBus.p2pAPI, "GroupAdd", [.propertyDictionary(args)]) } catch {
                 started.cancel()
                 throw error
             }
-            return started.wait(seconds: budget.remaining)
+            return started.wait(seconds: budget.remaining).verdict
         }
-        guard let signal else { throw WiFiError.timedOut(step: WiFiStep.startGroup.rawValue, seconds: budget.limitSeconds) }
-        if signal.isSupplicantGone { throw WiFiError.supplicantNotRunning }
-        if signal.member == "GroupFormationFailure" {
-            throw WiFiError.failed(step: WiFiStep.startGroup.rawValue, why: "GroupFormationFailure \(WPAProperties.text(signal.args.first) ?? "")")
-        }
-        let sig = try WPAProperties.groupSignal(signal.args)
+        let sig = try Self.groupStarted(verdict, step: .startGroup, budget: budget)
         // From here on a group exists: undo it if anything below fails.
         var live = LiveGroup(group: WiFiGroup(id: WiFiGroupID(), role: .groupOwner, interface: "", radio: radio,
                                               credentials: WiFiCredentials(kind: .p2pGroup, ssid: "", passphrase: "", frequency: 0,
@@ -79,6 +70,17 @@ extension WiFiDirect {
         } catch {
             leaveBlocking(live.group.id)
             throw error
+        }
+    }
+
+    /// The started group of a P2P set-up's verdict, or the error that ends the set-up.
+    static func groupStarted(_ verdict: WiFiSetupWatch.Verdict?, step: WiFiStep, budget: StepBudget) throws -> WPAGroupSignal {
+        switch verdict {
+        case let .groupStarted(g)?: return g
+        case nil: throw WiFiError.timedOut(step: step.rawValue, seconds: budget.limitSeconds)
+        case .failed(.supplicantStopped)?: throw WiFiError.supplicantNotRunning
+        case let .failed(why)?: throw WiFiError.setupFailed(step: step.rawValue, why)
+        case .completed?: throw WiFiError.malformedReply("the radio's network completed instead of a P2P group starting")
         }
     }
 
@@ -141,24 +143,25 @@ extension WiFiDirect {
     func connectNetwork(_ bus: WPASupplicantBus, radio: String, radioPath: String, role: WiFiRole, network: [String: DBusValue],
                         credentials: WiFiCredentials, timings: inout StepTimings, budget: StepBudget) throws -> LiveGroup {
         let reenable = try enabledNetworks(bus, radioPath)
-        let completed = bus.signals.expect { s in
-            (s.path == radioPath && s.interface == WPASupplicantBus.interfaceAPI && s.member == "PropertiesChanged"
-                && WPAProperties.changedState(s.args) == .completed) || s.isSupplicantGone
-        }
+        let completed = bus.signals.watch(WiFiSetupWatch(goal: .network, radioPath: radioPath))
         var networkPath: String?
         do {
-            let signal: WPASignal? = try timings.measure(.connect) {
+            let verdict: WiFiSetupWatch.Verdict? = try timings.measure(.connect) {
                 let r = try bus.call(radioPath, WPASupplicantBus.interfaceAPI, "AddNetwork", [.propertyDictionary(network)])
                 guard let p = WPAProperties.text(r.first) else { throw WiFiError.malformedReply("AddNetwork returned no path") }
                 networkPath = p
                 _ = try bus.call(radioPath, WPASupplicantBus.interfaceAPI, "SelectNetwork", [.objectPath(p)])
-                return completed.wait(seconds: budget.remaining)
+                return completed.wait(seconds: budget.remaining).verdict
             }
-            guard let signal else {
+            switch verdict {
+            case .completed?: break
+            case nil:
                 let state = (try? bus.interfaceInfo(radioPath).state.rawValue) ?? "unknown"
                 throw WiFiError.timedOut(step: "\(WiFiStep.connect.rawValue) (state \(state))", seconds: budget.limitSeconds)
+            case .failed(.supplicantStopped)?: throw WiFiError.supplicantNotRunning
+            case let .failed(why)?: throw WiFiError.setupFailed(step: WiFiStep.connect.rawValue, why)
+            case .groupStarted?: throw WiFiError.malformedReply("a P2P group started instead of the network")
             }
-            if signal.isSupplicantGone { throw WiFiError.supplicantNotRunning }
         } catch {
             completed.cancel()
             if let p = networkPath { _ = try? bus.call(radioPath, WPASupplicantBus.interfaceAPI, "RemoveNetwork", [.objectPath(p)]) }

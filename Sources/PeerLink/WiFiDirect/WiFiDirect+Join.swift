@@ -100,14 +100,10 @@ extension WiFiDirect {
             // Not seen: the client scans every channel (slower, still works).
             if seen { profile["bssid"] = .string(owner.description) }
         }
-        let started = bus.signals.expect { s in
-            s.path == radioPath && s.interface == WPASupplicantBus.p2pAPI
-                && (s.member == "GroupFormationFailure" || (s.member == "GroupStarted" && (try? WPAProperties.groupSignal(s.args))?.role == "client"))
-                || s.isSupplicantGone
-        }
+        let started = bus.signals.watch(WiFiSetupWatch(goal: .p2pGroup(role: "client"), radioPath: radioPath))
         var persistent: String?
         defer { if let p = persistent { _ = try? bus.call(radioPath, WPASupplicantBus.p2pAPI, "RemovePersistentGroup", [.objectPath(p)]) } }
-        let signal: WPASignal? = try timings.measure(.joinGroup) {
+        let (verdict, watch) = try timings.measure(.joinGroup) {
             do {
                 let r = try bus.call(radioPath, WPASupplicantBus.p2pAPI, "AddPersistentGroup", [.propertyDictionary(profile)])
                 guard let p = WPAProperties.text(r.first) else { throw WiFiError.malformedReply("AddPersistentGroup returned no path") }
@@ -120,16 +116,16 @@ extension WiFiDirect {
             }
             return started.wait(seconds: budget.remaining)
         }
-        guard let signal else {
+        let sig: WPAGroupSignal
+        do {
+            sig = try Self.groupStarted(verdict, step: .joinGroup, budget: budget)
+        } catch {
+            // wpa_supplicant would keep trying until its own group formation timeout: stop it,
+            // and end the group interface the attempt made.
             _ = try? bus.call(radioPath, WPASupplicantBus.p2pAPI, "Cancel")
-            throw WiFiError.timedOut(step: WiFiStep.joinGroup.rawValue, seconds: budget.limitSeconds)
+            for g in watch.groupInterfaces { _ = try? bus.call(g, WPASupplicantBus.p2pAPI, "Disconnect") }
+            throw error
         }
-        if signal.isSupplicantGone { throw WiFiError.supplicantNotRunning }
-        if signal.member == "GroupFormationFailure" {
-            throw WiFiError.failed(step: WiFiStep.joinGroup.rawValue,
-                                   why: "wpa_supplicant gave up (GroupFormationFailure \(WPAProperties.text(signal.args.first) ?? "")): wrong passphrase, or the owner is gone or out of range")
-        }
-        let sig = try WPAProperties.groupSignal(signal.args)
         var live = LiveGroup(group: WiFiGroup(id: WiFiGroupID(), role: .p2pClient, interface: "", radio: radio, credentials: creds,
                                               linkLocalAddress: "", joinMethod: .p2pClient, timings: []),
                              radioPath: radioPath, groupInterfacePath: sig.interfaceObject, groupObject: sig.groupObject,

@@ -23,6 +23,8 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(step: String, seconds: Double)
     /// wpa_supplicant reported a failure (the step and its words).
     case failed(step: String, why: String)
+    /// wpa_supplicant said the set-up failed, before its timeout (the step and why).
+    case setupFailed(step: String, WiFiSetupFailure)
     /// A wpa_supplicant D-Bus call failed (method, D-Bus error name and message).
     case call(method: String, name: String, message: String)
 
@@ -49,6 +51,8 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .timedOut(step, seconds):
             return "Wi-Fi step '\(step)' did not finish within \(seconds) s"
         case let .failed(step, why):
+            return "Wi-Fi step '\(step)' failed: \(why)"
+        case let .setupFailed(step, why):
             return "Wi-Fi step '\(step)' failed: \(why)"
         case let .call(method, name, message):
             return "wpa_supplicant \(method) failed: \(message.isEmpty ? name : "\(message) (\(name))")"
