@@ -15,7 +15,7 @@ final class WiFiDirectLabTests: XCTestCase {
     let payload = 16 << 20
 
     func test1WiFiDirectGroupCarriesTCPAndIsTornDown() async throws {
-        let (a, b) = try nodes()
+        let (a, b) = try labNodes()
         XCTAssertEqual(try a.supplicantInterfaces(), [], "wpa_supplicant starts with no interface, as the packaged service does")
 
         let t0 = Date()
@@ -59,7 +59,7 @@ final class WiFiDirectLabTests: XCTestCase {
     }
 
     func test2SoftAPCarriesTCPAndIsTornDown() async throws {
-        let (a, b) = try nodes()
+        let (a, b) = try labNodes()
         let t0 = Date()
         let ap = try await a.wifi.startSoftAP(interface: a.radio, frequency: 2437)
         wifiFigure(String(format: "soft-AP start (A): %.2f s total: %@", Date().timeIntervalSince(t0), describe(ap.timings)))
@@ -91,7 +91,7 @@ final class WiFiDirectLabTests: XCTestCase {
     /// P2P device per wpa_supplicant process, already on wlan0): clear errors with reasons,
     /// and nothing left behind in wpa_supplicant.
     func test3RadiosWithoutP2PGiveClearErrors() async throws {
-        let (a, b) = try nodes()
+        let (a, b) = try labNodes()
         do {
             _ = try await a.wifi.formGroup(interface: "wlan7")
             XCTFail("formed a group on a radio that does not exist")
@@ -121,16 +121,6 @@ final class WiFiDirectLabTests: XCTestCase {
     }
 
     // MARK: - Checks
-
-    /// Nodes A and B; whatever a failed test left set up is left before the next test.
-    func nodes() throws -> (WiFiLabNode, WiFiLabNode) {
-        let a = try WiFiLabNode.lab(0), b = try WiFiLabNode.lab(1)
-        addTeardownBlock { @Sendable in
-            await a.wifi.leaveAll()
-            await b.wifi.leaveAll()
-        }
-        return (a, b)
-    }
 
     /// B dials A's link-local address with its socket bound to its own group interface and
     /// copies `payload` bytes; the bytes must show up on B's radio counter (not on loopback).

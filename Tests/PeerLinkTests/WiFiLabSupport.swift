@@ -29,6 +29,19 @@ struct WiFiLabNode: Sendable {
 }
 
 /// What the lab measures, appended to RESULTS/wifi-figures.txt and printed.
+extension XCTestCase {
+    /// The lab's nodes A and B; whatever a failed test left set up on their radios is left
+    /// before the next test.
+    func labNodes() throws -> (WiFiLabNode, WiFiLabNode) {
+        let a = try WiFiLabNode.lab(0), b = try WiFiLabNode.lab(1)
+        addTeardownBlock { @Sendable in
+            await a.wifi.leaveAll()
+            await b.wifi.leaveAll()
+        }
+        return (a, b)
+    }
+}
+
 func wifiFigure(_ line: String) {
     labLog("figure: " + line)
     let path = (ProcessInfo.processInfo.environment["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/wifi-figures.txt"

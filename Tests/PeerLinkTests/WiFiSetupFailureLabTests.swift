@@ -12,14 +12,6 @@ final class WiFiSetupFailureLabTests: XCTestCase {
     /// The set-up timeout these joins run under (the API's default).
     let timeout = Duration.seconds(30)
 
-    func nodes() throws -> (WiFiLabNode, WiFiLabNode) {
-        let a = try WiFiLabNode.lab(0), b = try WiFiLabNode.lab(1)
-        addTeardownBlock { @Sendable in
-            await a.wifi.leaveAll()
-            await b.wifi.leaveAll()
-        }
-        return (a, b)
-    }
 
     /// Joins with `credentials` but a passphrase of the same length that is wrong; returns the
     /// error and the seconds it took.
@@ -47,7 +39,7 @@ final class WiFiSetupFailureLabTests: XCTestCase {
     }
 
     func test1ASoftAPJoinWithAWrongPassphraseFailsEarlyWithTheReason() async throws {
-        let (a, b) = try nodes()
+        let (a, b) = try labNodes()
         let ap = try await a.wifi.startSoftAP(interface: a.radio, frequency: 2437)
         let (error, took) = await joinWithWrongPassphrase(b, ap.credentials, method: .station)
         wifiFigure(String(format: "soft-AP join with a wrong passphrase failed after %.2f s (set-up timeout 30 s): %@", took, "\(error.map { "\($0)" } ?? "joined!")"))
@@ -68,7 +60,7 @@ final class WiFiSetupFailureLabTests: XCTestCase {
     }
 
     func test2AP2PClientWithAWrongPassphraseFailsEarlyWithTheReason() async throws {
-        let (a, b) = try nodes()
+        let (a, b) = try labNodes()
         let owner = try await a.wifi.formGroup(interface: a.radio)
         let (error, took) = await joinWithWrongPassphrase(b, owner.credentials, method: .p2pClient)
         wifiFigure(String(format: "P2P client join with a wrong passphrase failed after %.2f s (set-up timeout 30 s): %@", took, "\(error.map { "\($0)" } ?? "joined!")"))
