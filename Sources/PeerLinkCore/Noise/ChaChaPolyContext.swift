@@ -10,25 +10,44 @@ final class ChaChaPolyContext: @unchecked Sendable {
     static let tagLength = 16
 
     private let lock = NSLock()
-    private let sealer: OpaquePointer
-    private let opener: OpaquePointer
+    private let key: [UInt8]
+    /// Built on first use: a transport cipher state only ever seals or only ever opens, so an
+    /// idle link holds one context per direction, not two (under `lock`).
+    private var sealerContext: OpaquePointer?
+    private var openerContext: OpaquePointer?
 
     /// Nil when `key` is not 32 bytes or libcrypto cannot set up the cipher.
     init?(key: [UInt8]) {
-        guard key.count == Self.keyLength, let sealer = EVP_CIPHER_CTX_new() else { return nil }
-        guard let opener = EVP_CIPHER_CTX_new() else { EVP_CIPHER_CTX_free(sealer); return nil }
-        self.sealer = sealer
-        self.opener = opener
-        let ready = key.withUnsafeBufferPointer { k in
-            EVP_EncryptInit_ex(sealer, EVP_chacha20_poly1305(), nil, k.baseAddress, nil) == 1
-                && EVP_DecryptInit_ex(opener, EVP_chacha20_poly1305(), nil, k.baseAddress, nil) == 1
-        }
-        guard ready else { return nil }
+        guard key.count == Self.keyLength else { return nil }
+        self.key = key
+        // Fail here, not at the first message, if libcrypto has no ChaCha20-Poly1305.
+        guard EVP_chacha20_poly1305() != nil else { return nil }
     }
 
     deinit {
-        EVP_CIPHER_CTX_free(sealer)
-        EVP_CIPHER_CTX_free(opener)
+        if let sealerContext { EVP_CIPHER_CTX_free(sealerContext) }
+        if let openerContext { EVP_CIPHER_CTX_free(openerContext) }
+    }
+
+    /// A context set up with `key` for one direction.
+    private static func context(key: [UInt8], encrypt: Bool) -> OpaquePointer? {
+        guard let ctx = EVP_CIPHER_CTX_new() else { return nil }
+        let ready = key.withUnsafeBufferPointer { k in
+            encrypt ? EVP_EncryptInit_ex(ctx, EVP_chacha20_poly1305(), nil, k.baseAddress, nil) == 1
+                    : EVP_DecryptInit_ex(ctx, EVP_chacha20_poly1305(), nil, k.baseAddress, nil) == 1
+        }
+        guard ready else { EVP_CIPHER_CTX_free(ctx); return nil }
+        return ctx
+    }
+
+    private func sealerLocked() -> OpaquePointer? {
+        if sealerContext == nil { sealerContext = Self.context(key: key, encrypt: true) }
+        return sealerContext
+    }
+
+    private func openerLocked() -> OpaquePointer? {
+        if openerContext == nil { openerContext = Self.context(key: key, encrypt: false) }
+        return openerContext
     }
 
     /// Encrypts `plaintext` into `out`: the ciphertext, then the 16-byte tag. `out` must hold
@@ -45,7 +64,8 @@ final class ChaChaPolyContext: @unchecked Sendable {
         let total = first.count + second.count
         guard out.count == total + Self.tagLength, let dst = out.bindMemory(to: UInt8.self).baseAddress else { return false }
         return lock.withLock {
-            Self.withNonce(nonce) { iv in
+            guard let sealer = sealerLocked() else { return false }
+            return Self.withNonce(nonce) { iv in
                 var n: Int32 = 0, m: Int32 = 0
                 guard EVP_EncryptInit_ex(sealer, nil, nil, nil, iv) == 1,
                       Self.update(sealer, ad: ad, encrypt: true),
@@ -69,7 +89,8 @@ final class ChaChaPolyContext: @unchecked Sendable {
               let src = sealed.bindMemory(to: UInt8.self).baseAddress else { return false }
         let dst = out.bindMemory(to: UInt8.self).baseAddress
         return lock.withLock {
-            Self.withNonce(nonce) { iv in
+            guard let opener = openerLocked() else { return false }
+            return Self.withNonce(nonce) { iv in
                 var n: Int32 = 0
                 let tag = UnsafeMutableRawPointer(mutating: src + out.count)
                 guard EVP_DecryptInit_ex(opener, nil, nil, nil, iv) == 1,
