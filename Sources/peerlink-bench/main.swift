@@ -210,38 +210,24 @@ if let mode = arguments.first, mode == "--help" || mode == "-h" || mode == "help
     print(usage)
     exit(0)
 }
-if arguments.first == "rtt" {
-    try await RoundTripBench.run(Array(arguments.dropFirst()))
-    exit(0)
-}
-if arguments.first == "cpu" {
-    try await CPUBench.run(Array(arguments.dropFirst()))
-    exit(0)
-}
-if arguments.first == "connect-delay" {
-    try await ConnectDelayBench.run(Array(arguments.dropFirst()))
-    exit(0)
-}
 if let mode = arguments.first, Int(mode) == nil, !knownModes.contains(mode) {
     print(usage)
     exit(2)
 }
-if arguments.first == "idle" {
-    try await idleSessions(peers: arguments.dropFirst().first.flatMap(Int.init) ?? 64)
-    exit(0)
+// Modes that are one call each; the longer ones follow inline.
+let modeArguments = Array(arguments.dropFirst())
+var oneCallMode = true
+switch arguments.first {
+case "rtt": try await RoundTripBench.run(modeArguments)
+case "cpu": try await CPUBench.run(modeArguments)
+case "connect-delay": try await ConnectDelayBench.run(modeArguments)
+case "idle": try await idleSessions(peers: modeArguments.first.flatMap(Int.init) ?? 64)
+case "handover-recv": try await HandoverBench.receive(modeArguments)
+case "handover-send": try await HandoverBench.send(modeArguments)
+case "bluetooth": try await bluetoothBenchmark(modeArguments)
+default: oneCallMode = false
 }
-if arguments.first == "handover-recv" {
-    try await HandoverBench.receive(Array(arguments.dropFirst()))
-    exit(0)
-}
-if arguments.first == "handover-send" {
-    try await HandoverBench.send(Array(arguments.dropFirst()))
-    exit(0)
-}
-if arguments.first == "bluetooth" {
-    try await bluetoothBenchmark(Array(arguments.dropFirst()))
-    exit(0)
-}
+if oneCallMode { exit(0) }
 if arguments.first == "bluetooth-one" {
     // peerlink-bench bluetooth-one rfcomm|l2cap TX RX [MIB]: one session run, prints its MB/s
     // (Hardware/bt-lab/paired-bench.sh measures it between baseline runs).

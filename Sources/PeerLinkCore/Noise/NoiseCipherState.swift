@@ -106,38 +106,22 @@ public struct NoiseCipherState: Sendable {
     /// The nonce's bytes (for tests).
     static func nonceBytes(_ n: UInt64) -> [UInt8] { ChaChaPolyContext.nonceBytes(n) }
 
-    /// Ciphertext and tag in one array of the final size (after `headroom` zero bytes),
-    /// written once by the cipher.
-    private static func seal(_ plaintext: [UInt8], key: ChaChaPolyContext, nonce: UInt64, ad: [UInt8],
-                             headroom: Int = 0) throws -> [UInt8] {
-        var ok = false
-        let sealed = [UInt8](unsafeUninitializedCapacity: headroom + plaintext.count + Noise.tagLength) { out, count in
-            let all = UnsafeMutableRawBufferPointer(out)
-            all.prefix(headroom).initializeMemory(as: UInt8.self, repeating: 0)
-            ok = plaintext.withUnsafeBytes { p in
-                ad.withUnsafeBytes { a in key.seal(p, nonce: nonce, ad: a, into: UnsafeMutableRawBufferPointer(rebasing: all[headroom...])) }
-            }
-            count = ok ? all.count : 0
-        }
-        guard ok else { throw NoiseError.invalidKey }  // only reachable if libcrypto fails
-        return sealed
-    }
-
-    /// Two plaintext parts sealed as one message into an array of the final size.
-    private static func seal(_ head: [UInt8], _ tail: [UInt8], key: ChaChaPolyContext, nonce: UInt64, headroom: Int) throws -> [UInt8] {
+    /// Ciphertext and tag of the plaintext `head` followed by `tail`, in one array of the
+    /// final size (after `headroom` zero bytes), written once by the cipher.
+    private static func seal(_ head: [UInt8], _ tail: [UInt8] = [], key: ChaChaPolyContext, nonce: UInt64,
+                             ad: [UInt8] = [], headroom: Int = 0) throws -> [UInt8] {
         var ok = false
         let sealed = [UInt8](unsafeUninitializedCapacity: headroom + head.count + tail.count + Noise.tagLength) { out, count in
             let all = UnsafeMutableRawBufferPointer(out)
             all.prefix(headroom).initializeMemory(as: UInt8.self, repeating: 0)
             ok = head.withUnsafeBytes { h in
                 tail.withUnsafeBytes { t in
-                    key.seal(h, t, nonce: nonce, ad: UnsafeRawBufferPointer(start: nil, count: 0),
-                             into: UnsafeMutableRawBufferPointer(rebasing: all[headroom...]))
+                    ad.withUnsafeBytes { a in key.seal(h, t, nonce: nonce, ad: a, into: UnsafeMutableRawBufferPointer(rebasing: all[headroom...])) }
                 }
             }
             count = ok ? all.count : 0
         }
-        guard ok else { throw NoiseError.invalidKey }
+        guard ok else { throw NoiseError.invalidKey }  // only reachable if libcrypto fails
         return sealed
     }
 
