@@ -23,7 +23,7 @@ struct GenerateSeeds {
         let fs: [Frame] = [
             .invite(id: 1, timeoutMillis: 30_000, context: Array("join my game".utf8)),
             .inviteReply(id: 1, answer: .accepted),
-            .reliable(seq: 1, record: .messagePart(final: true, bytes: Array("hello".utf8))),
+            .reliable(seq: 1, record: .messagePart(final: true, bytes: Array("hello".utf8)[...])),
             .reliable(seq: 2, record: .messagePart(final: false, bytes: [1, 2, 3])),
             .reliable(seq: 3, record: .streamOpen(stream: 1, name: "chat")),
             .reliable(seq: 4, record: .streamData(stream: 1, bytes: [9, 9])),

@@ -62,13 +62,13 @@ public enum Frame: Equatable, Sendable {
     /// encode()`), for frames that end with an application payload (unreliable messages,
     /// message parts, stream data); nil for the others. An encrypting link reads the payload
     /// where it is instead of copying it into an encoded frame first.
-    public func encodedParts() -> (head: [UInt8], payload: [UInt8])? {
+    public func encodedParts() -> (head: [UInt8], payload: ArraySlice<UInt8>)? {
         var w = WireWriter(capacity: 16)
-        let payload: [UInt8]
+        let payload: ArraySlice<UInt8>
         switch self {
         case let .unreliable(bytes):
             w.u8(Kind.unreliable.rawValue)
-            payload = bytes
+            payload = bytes[...]
         case let .reliable(seq, record), let .bulk(seq, record):
             let kind: Kind = if case .reliable = self { .reliable } else { .bulk }
             switch record {
@@ -170,11 +170,11 @@ public enum CloseReason: UInt8, Sendable {
 /// The content of a reliable frame.
 public enum Record: Equatable, Sendable {
     /// A piece of an application message; `final` marks its last piece.
-    case messagePart(final: Bool, bytes: [UInt8])
+    case messagePart(final: Bool, bytes: ArraySlice<UInt8>)
     /// Opens a byte stream with an application-chosen name.
     case streamOpen(stream: UInt32, name: String)
     /// Bytes of a stream or resource; only sent within the receiver's credit.
-    case streamData(stream: UInt32, bytes: [UInt8])
+    case streamData(stream: UInt32, bytes: ArraySlice<UInt8>)
     /// The receiver allows `bytes` more bytes on the stream.
     case streamCredit(stream: UInt32, bytes: UInt32)
     /// Ends a stream: finished normally, or cancelled by either side.
@@ -245,11 +245,11 @@ public enum Record: Equatable, Sendable {
         }
         switch kind {
         case .messagePart:
-            return .messagePart(final: try bool("final flag"), bytes: r.rest())
+            return .messagePart(final: try bool("final flag"), bytes: r.restSlice())
         case .streamOpen:
             return .streamOpen(stream: try r.u32("stream id"), name: try r.string16("stream name", limit: WireLimits.name))
         case .streamData:
-            return .streamData(stream: try r.u32("stream id"), bytes: r.rest())
+            return .streamData(stream: try r.u32("stream id"), bytes: r.restSlice())
         case .streamCredit:
             return .streamCredit(stream: try r.u32("stream id"), bytes: try r.u32("credit"))
         case .streamClose:

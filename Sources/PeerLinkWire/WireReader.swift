@@ -51,6 +51,13 @@ public struct WireReader: Sendable {
         return Array(bytes[offset..<offset + n])
     }
 
+    /// The unread bytes as a slice of the buffer being read: no copy (a frame's payload stays
+    /// in the decrypted message it came in).
+    public mutating func restSlice() -> ArraySlice<UInt8> {
+        defer { offset = bytes.count }
+        return bytes[offset...]
+    }
+
     /// Everything that is left.
     public mutating func rest() -> [UInt8] {
         defer { offset = bytes.count }

@@ -81,10 +81,13 @@ final class ChaChaPolyContextTests: XCTestCase {
             XCTAssertEqual(Array(framed.dropFirst(2)), plainOut)
         }
         XCTAssertEqual(a.nonce, 4)
-        // Two parts sealed in place are the same message as the parts joined.
+        // Two parts sealed in place are the same message as the parts joined; the tail is a
+        // slice from the middle of a larger buffer (a fragment of a message).
         for (h, t) in [(0, 0), (11, 0), (0, 500), (14, 16_000), (1, 1)] {
-            let head = [UInt8](repeating: 0x11, count: h), tail = [UInt8](repeating: 0x22, count: t)
-            XCTAssertEqual(try a.encrypt(head, tail, headroom: 2), try b.encrypt(head + tail, headroom: 2), "\(h) + \(t)")
+            let head = [UInt8](repeating: 0x11, count: h)
+            let buffer = [UInt8](repeating: 0x33, count: 7) + (0..<t).map { UInt8(truncatingIfNeeded: $0) } + [0x44]
+            let tail = buffer[7..<(7 + t)]
+            XCTAssertEqual(try a.encrypt(head, tail, headroom: 2), try b.encrypt(head + Array(tail), headroom: 2), "\(h) + \(t)")
         }
         var keyless = NoiseCipherState()
         XCTAssertThrowsError(try keyless.encrypt([1], headroom: 2))

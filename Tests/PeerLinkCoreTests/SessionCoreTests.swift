@@ -160,7 +160,7 @@ final class SessionCoreTests: XCTestCase {
         XCTAssertEqual(p.a.unacknowledgedBytes, 0)
         XCTAssertEqual(p.a.liveLinks, [2])
         // The in-flight records really were resent on link 2.
-        XCTAssertTrue(p.sentByA.contains { $0.link == 2 && $0.frame == .reliable(seq: 1, record: .messagePart(final: false, bytes: Array(msgs[0].prefix(256)))) })
+        XCTAssertTrue(p.sentByA.contains { $0.link == 2 && $0.frame == .reliable(seq: 1, record: .messagePart(final: false, bytes: Array(msgs[0].prefix(256))[...])) })
     }
 
     func testLinkChangeWithSecondLinkAlreadyUp() throws {
@@ -449,8 +449,8 @@ final class SessionCoreTests: XCTestCase {
         c.maxMessageSize = 1000
         var b = SessionCore(role: .responder, config: c)
         b.linkUp(1, now: 0)
-        b.receive(.reliable(seq: 1, record: .messagePart(final: false, bytes: [UInt8](repeating: 1, count: 600))), on: 1, now: 0)
-        b.receive(.reliable(seq: 2, record: .messagePart(final: true, bytes: [UInt8](repeating: 1, count: 600))), on: 1, now: 0)
+        b.receive(.reliable(seq: 1, record: .messagePart(final: false, bytes: [UInt8](repeating: 1, count: 600)[...])), on: 1, now: 0)
+        b.receive(.reliable(seq: 2, record: .messagePart(final: true, bytes: [UInt8](repeating: 1, count: 600)[...])), on: 1, now: 0)
         let events = b.takeOutputs().compactMap { o -> SessionEvent? in if case let .event(e) = o { return e }; return nil }
         XCTAssertEqual(SessionPair.violations(events).count, 1)
         XCTAssertFalse(events.contains { if case .message = $0 { return true }; return false })

@@ -6,7 +6,7 @@ import PeerLinkWire
 /// each with its own sequence space, and each handed over on its own when its link fails.
 final class SessionLaneTests: XCTestCase {
     func streamBytes(_ events: [SessionEvent], _ id: UInt32) -> [UInt8] {
-        events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return b }; return [] }
+        events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return Array(b) }; return [] }
     }
 
     /// Opens a stream from A to B with link 1 for messages and link 2 for bulk.

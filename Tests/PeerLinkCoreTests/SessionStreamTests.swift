@@ -8,7 +8,7 @@ final class SessionStreamTests: XCTestCase {
     }
 
     func streamBytes(_ events: [SessionEvent], _ id: UInt32) -> [UInt8] {
-        events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return b }; return [] }
+        events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return Array(b) }; return [] }
     }
 
     func testStreamOpenWriteClose() throws {
@@ -96,7 +96,7 @@ final class SessionStreamTests: XCTestCase {
         p.settle()
         XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
         // ...then a hostile bulk frame with seq 2 carries 25 bytes more than the 24 left.
-        p.b.receive(.bulk(seq: 2, record: .streamData(stream: id, bytes: [UInt8](repeating: 2, count: 25))), on: 1, now: 0)
+        p.b.receive(.bulk(seq: 2, record: .streamData(stream: id, bytes: [UInt8](repeating: 2, count: 25)[...])), on: 1, now: 0)
         p.collect()
         XCTAssertEqual(SessionPair.violations(p.eventsB).count, 1)
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1000)
@@ -108,7 +108,7 @@ final class SessionStreamTests: XCTestCase {
         var b = SessionCore(role: .responder, config: c)
         b.linkUp(1, now: 0)
         b.receive(.reliable(seq: 1, record: .streamOpen(stream: 1, name: "s")), on: 1, now: 0)
-        b.receive(.reliable(seq: 2, record: .streamData(stream: 1, bytes: [UInt8](repeating: 0, count: 101))), on: 1, now: 0)
+        b.receive(.reliable(seq: 2, record: .streamData(stream: 1, bytes: [UInt8](repeating: 0, count: 101)[...])), on: 1, now: 0)
         let ev = events(&b)
         XCTAssertEqual(SessionPair.violations(ev).count, 1)
         XCTAssertFalse(ev.contains { if case .streamData = $0 { return true }; return false })

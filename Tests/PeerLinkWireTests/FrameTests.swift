@@ -11,7 +11,7 @@ final class FrameTests: XCTestCase {
         .invite(id: .max, timeoutMillis: .max, context: [UInt8](repeating: 0xab, count: WireLimits.inviteContext)),
         .inviteReply(id: 7, answer: .accepted),
         .inviteReply(id: 8, answer: .declined),
-        .reliable(seq: 1, record: .messagePart(final: true, bytes: bytes("hello"))),
+        .reliable(seq: 1, record: .messagePart(final: true, bytes: bytes("hello")[...])),
         .reliable(seq: 2, record: .messagePart(final: false, bytes: [])),
         .reliable(seq: .max, record: .streamOpen(stream: 1, name: "chat")),
         .reliable(seq: 3, record: .streamOpen(stream: 2, name: "")),
@@ -70,7 +70,7 @@ final class FrameTests: XCTestCase {
     /// The split an encrypting link seals from is the encoding itself, cut where the payload
     /// starts; frames without a trailing payload have none.
     func testEncodedPartsAreTheEncodingCutBeforeThePayload() throws {
-        let more: [Frame] = [.bulk(seq: 9, record: .streamData(stream: 4, bytes: [UInt8](repeating: 3, count: 16_000))),
+        let more: [Frame] = [.bulk(seq: 9, record: .streamData(stream: 4, bytes: [UInt8](repeating: 3, count: 16_000)[...])),
                              .bulk(seq: 1, record: .messagePart(final: true, bytes: [1]))]
         for f in Self.samples + more {
             let enc = f.encode()
@@ -80,6 +80,31 @@ final class FrameTests: XCTestCase {
                 XCTAssertEqual(parts.head.count, Self.restHeader(f), "\(f)")
             } else {
                 XCTAssertNil(Self.restHeader(f), "\(f) ends with a payload but has no parts")
+            }
+        }
+    }
+
+    /// Payloads are slices: of the buffer a message was cut from when sending, of the decrypted
+    /// message when receiving. A slice from the middle of a buffer encodes as its bytes alone,
+    /// and a decoded payload holds exactly the bytes after the header.
+    func testPayloadSlicesEncodeAndDecodeAsTheirBytes() throws {
+        let buffer = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        for range in [0..<16_384, 16_384..<32_768, 39_990..<40_000, 5..<5] {
+            for frame in [Frame.reliable(seq: 3, record: .messagePart(final: range.upperBound == 40_000, bytes: buffer[range])),
+                          Frame.bulk(seq: 4, record: .streamData(stream: 2, bytes: buffer[range]))] {
+                let enc = frame.encode()
+                let parts = try XCTUnwrap(frame.encodedParts())
+                XCTAssertEqual(parts.head + parts.payload, enc)
+                XCTAssertEqual(enc.count, parts.head.count + range.count)
+                let back = try Frame.decode(enc)
+                XCTAssertEqual(back, frame)
+                switch back {
+                case let .reliable(_, .messagePart(_, bytes)), let .bulk(_, .streamData(_, bytes)):
+                    XCTAssertEqual(Array(bytes), Array(buffer[range]))
+                    XCTAssertEqual(bytes.count, range.count)
+                default:
+                    XCTFail("decoded as \(back)")
+                }
             }
         }
     }

@@ -75,7 +75,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// Every call gets an answer: after a failure (a write, reading a resumed prefix back, or
     /// `close`) the bytes are dropped and the failure is the answer, so that no caller waits
     /// for credit that never comes.
-    func write(_ bytes: [UInt8], completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
+    func write(_ bytes: ArraySlice<UInt8>, completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
         queue.async { [self] in
             if let failure {
                 completion(.failure(failure))
@@ -101,7 +101,7 @@ final class IncomingFileWriter: @unchecked Sendable {
                 }
                 offset += n
             }
-            hasher.update(data: bytes)
+            bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
             held += UInt64(bytes.count)
             completion(.success(held))
         }

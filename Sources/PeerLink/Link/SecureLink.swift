@@ -153,7 +153,7 @@ public final class SecureLink: @unchecked Sendable {
     }
 
     /// One encrypted message after `prefix` bytes of its big-endian length (lock held).
-    private func seal(_ plaintext: [UInt8], _ tail: [UInt8] = [], prefix: Int) throws -> [UInt8] {
+    private func seal(_ plaintext: [UInt8], _ tail: ArraySlice<UInt8> = [], prefix: Int) throws -> [UInt8] {
         var message = try sendCipher.encrypt(plaintext, tail, headroom: prefix)
         let length = message.count - prefix
         for i in 0..<prefix { message[i] = UInt8(truncatingIfNeeded: length >> (8 * (prefix - 1 - i))) }

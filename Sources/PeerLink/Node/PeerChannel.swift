@@ -276,7 +276,7 @@ actor PeerChannel {
             session.emit(.streamOpened(s))
         case let .streamData(id, bytes):
             if let s = incomingStreams[id] {
-                s.buffer.push(bytes)
+                s.buffer.push(Array(bytes))
             } else if receiving[id] != nil {
                 writeResource(id, bytes)
             }
@@ -544,7 +544,7 @@ actor PeerChannel {
 
     /// Hands received bytes to the file's writer; credit goes back once they are written, so a
     /// slow disk slows the sender.
-    private func writeResource(_ id: UInt32, _ bytes: [UInt8]) {
+    private func writeResource(_ id: UInt32, _ bytes: ArraySlice<UInt8>) {
         guard var f = receiving[id] else { return }
         guard f.received + f.queued + UInt64(bytes.count) <= f.offer.size else {
             failResource(id, "the sender sent more than the announced \(f.offer.size) bytes")

@@ -52,7 +52,7 @@ public struct NoiseCipherState: Sendable {
 
     /// Encrypts the plaintext `head` followed by `tail` as one message (read where they are,
     /// not joined first), after `headroom` zero bytes. Requires a key.
-    public mutating func encrypt(_ head: [UInt8], _ tail: [UInt8], headroom: Int) throws -> [UInt8] {
+    public mutating func encrypt(_ head: [UInt8], _ tail: ArraySlice<UInt8>, headroom: Int) throws -> [UInt8] {
         guard let key else { throw NoiseError.wrongState("encrypting with headroom needs a key") }
         guard head.count + tail.count <= Noise.maxPlaintextLength else { throw NoiseError.messageTooLong }
         guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
@@ -108,7 +108,7 @@ public struct NoiseCipherState: Sendable {
 
     /// Ciphertext and tag of the plaintext `head` followed by `tail`, in one array of the
     /// final size (after `headroom` zero bytes), written once by the cipher.
-    private static func seal(_ head: [UInt8], _ tail: [UInt8] = [], key: ChaChaPolyContext, nonce: UInt64,
+    private static func seal(_ head: [UInt8], _ tail: ArraySlice<UInt8> = [], key: ChaChaPolyContext, nonce: UInt64,
                              ad: [UInt8] = [], headroom: Int = 0) throws -> [UInt8] {
         var ok = false
         let sealed = [UInt8](unsafeUninitializedCapacity: headroom + head.count + tail.count + Noise.tagLength) { out, count in

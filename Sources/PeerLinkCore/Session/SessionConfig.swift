@@ -67,7 +67,7 @@ public enum SessionEvent: Equatable, Sendable {
     /// A keepalive answer measured this round-trip time.
     case roundTrip(link: LinkID, millis: UInt64)
     case streamOpened(stream: UInt32, name: String)
-    case streamData(stream: UInt32, bytes: [UInt8])
+    case streamData(stream: UInt32, bytes: ArraySlice<UInt8>)
     case streamClosed(stream: UInt32, status: StreamCloseStatus)
     /// The remote granted credit: more bytes may be written on this outgoing stream.
     case streamWritable(stream: UInt32)

@@ -99,7 +99,7 @@ public struct SessionCore: Sendable {
     /// of a later minor are never sent.
     public var sharedMinor: UInt8 = 0
     /// Fragments of the message being received, joined once when its last one arrives.
-    private var reassembly: [[UInt8]] = []
+    private var reassembly: [ArraySlice<UInt8>] = []
     private var reassemblyBytes = 0
 
     // MARK: streams
@@ -228,16 +228,13 @@ public struct SessionCore: Sendable {
         }
         try checkBacklog()
         let piece = fragmentSize
-        if message.count <= piece {
-            enqueue(.messagePart(final: true, bytes: message))  // one fragment: no copy
-        } else {
-            var offset = 0
-            repeat {
-                let end = min(offset + piece, message.count)
-                enqueue(.messagePart(final: end == message.count, bytes: Array(message[offset..<end])))
-                offset = end
-            } while offset < message.count
-        }
+        // Fragments are slices of the message: nothing is copied until the link seals them.
+        var offset = 0
+        repeat {
+            let end = min(offset + piece, message.count)
+            enqueue(.messagePart(final: end == message.count, bytes: message[offset..<end]))
+            offset = end
+        } while offset < message.count
         flush(now: now)
     }
 
@@ -276,8 +273,8 @@ public struct SessionCore: Sendable {
         try write(bytes[...], to: stream, now: now)
     }
 
-    /// Writes a slice of a larger buffer (a chunk read ahead from a file): each fragment is
-    /// copied out of it once, and a slice that is a whole array and fits one fragment not at all.
+    /// Writes a slice of a larger buffer (a chunk read ahead from a file): fragments are slices
+    /// of it (the buffer lives until the last is acknowledged), copied only when sealed.
     public mutating func write(_ bytes: ArraySlice<UInt8>, to stream: UInt32, now: UInt64) throws {
         guard !isClosed else { throw SessionError.closed }
         guard let credit = outboundCredit[stream] else { throw SessionError.unknownStream(stream) }
@@ -286,7 +283,7 @@ public struct SessionCore: Sendable {
         var offset = bytes.startIndex
         while offset < bytes.endIndex {
             let end = min(offset + fragmentSize, bytes.endIndex)
-            enqueue(.streamData(stream: stream, bytes: Array(bytes[offset..<end])))
+            enqueue(.streamData(stream: stream, bytes: bytes[offset..<end]))
             offset = end
         }
         flush(now: now)
@@ -672,7 +669,7 @@ public struct SessionCore: Sendable {
                 return
             }
             if reassembly.isEmpty {
-                outputs.append(.event(.message(bytes, reliable: true)))  // one fragment: no copy
+                outputs.append(.event(.message(Array(bytes), reliable: true)))  // the one copy out of the link's buffer
                 return
             }
             var message: [UInt8] = []
