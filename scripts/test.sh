@@ -99,14 +99,14 @@ fi
 
 if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
     step "Bluetooth in the VM: transports, power-off, BlueZ browsing/advertising, discovery and the CLI over Bluetooth alone, bluetoothd restart"
-    SCRATCH=.build timeout --kill-after=10 900 "$here/test-bt.sh" 2>&1 | tee "$logs/bt-transports.log" | grep -E "^Test Case|error:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -40
+    SCRATCH=.build timeout --kill-after=10 900 "$here/test-bt.sh" 2>&1 | tee "$logs/bt-transports.log" | grep -E "^Test Case|error:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)|\[test-bt\] FAILED" | tail -40
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/bt-transports.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("bt-transports"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("bt-transports"); fi
 fi
 
 if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
     step "Wi-Fi in the VM: Wi-Fi Direct group and soft-AP through wpa_supplicant, TCP over the air, doctor"
-    SCRATCH=.build timeout --kill-after=10 900 "$here/test-wifi.sh" 2>&1 | tee "$logs/wifi.log" | grep -E "^Test Case|error:|figure:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)" | tail -40
+    SCRATCH=.build timeout --kill-after=10 900 "$here/test-wifi.sh" 2>&1 | tee "$logs/wifi.log" | grep -E "^Test Case|error:|figure:|passed|failed|skipped|\[bt-lab\] (FAILED|timings)|\[test-bt\] FAILED" | tail -40
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$logs/wifi.log" | tail -1)
     if [ -z "$line" ]; then add 0 1; steps_failed+=("wifi"); else set -- $line; add "$1" "$3"; [ "$3" = 0 ] || steps_failed+=("wifi"); fi
 fi
@@ -120,6 +120,12 @@ if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
 fi
 
 echo
-[ ${#steps_failed[@]} = 0 ] || echo "failed steps: ${steps_failed[*]} (logs in $logs)"
+if [ ${#steps_failed[@]} != 0 ]; then
+    # The steps above print only their last lines; name every failure again here, at the end,
+    # where a CI excerpt of the output's tail still shows it.
+    echo "failures (from $logs/*.log):"
+    grep -h -E "^Test Case '.*' failed|: error: |^(  )?FAIL |^FAIL|^fail |\[bt-lab\] FAILED|\[test-bt\] FAILED" "$logs"/*.log 2>/dev/null | grep -v "^Test Case '.*' passed" | cut -c1-400 | head -30
+    echo "failed steps: ${steps_failed[*]} (logs in $logs)"
+fi
 echo "summary: $passed passed, $failed failed"
 [ ${#steps_failed[@]} = 0 ]

@@ -21,5 +21,11 @@ for filter in "$@"; do
     "$BUNDLE" "$filter"
     rc=$?
     ((rc != 0)) && status=1
+    # The controllers live in btvirt: if it died, every later test fails for that reason alone.
+    if ! grep -qsx btvirt /proc/[0-9]*/comm && [[ -z ${btvirt_gone:-} ]]; then
+        btvirt_gone=1
+        echo "[test-bt] FAILED: btvirt (the controller emulator) is no longer running after group $group;" \
+             "later groups have no controllers. Kernel log: $(dmesg 2>/dev/null | grep -E 'btvirt.*(fault|segfault|trap)' | tail -1)"
+    fi
 done
 exit $status

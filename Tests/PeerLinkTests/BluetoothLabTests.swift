@@ -110,7 +110,7 @@ final class BluetoothLabTests: XCTestCase {
         guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Bluetooth lab only: run scripts/test-bt.sh") }
         hci0 = try XCTUnwrap(env["PEERLINK_LAB_HCI0"])
         hci1 = try XCTUnwrap(env["PEERLINK_LAB_HCI1"])
-        for index in [1, 3] where env["PEERLINK_LAB_HCI\(index)"] != nil {
+        for index in [1, 3, 11] where env["PEERLINK_LAB_HCI\(index)"] != nil {
             let r = BluetoothReachability(adapterPath: "hci\(index)")
             labLog("hci\(index) reachability: \(try r.ensure())")
             reachable[index] = r
@@ -322,8 +322,11 @@ final class BluetoothLabTests: XCTestCase {
         lap("honest peer served")
     }
 
+    /// On a pair of its own (hci10 → hci11) where the lab boots one: after test0, a new ACL
+    /// link between hci0 and hci1 pairs again, and btvirt then resets RFCOMM links about 4 s
+    /// into them (Hardware/bt-lab/README.md, "A re-paired ACL link").
     func test1RFCOMMNodesOverVirtualRadios() async throws {
-        try await scenario("RFCOMM", medium: .rfcomm, listenOn: hci1, dialFrom: hci0,
+        try await scenario("RFCOMM", medium: .rfcomm, listenOn: env["PEERLINK_LAB_HCI11"] ?? hci1, dialFrom: env["PEERLINK_LAB_HCI10"] ?? hci0,
                            make: { RFCOMMTransport(adapterAddress: $0) }, config: labConfig()) { raw in
             // A length prefix announcing 300 bytes, then 300 random bytes.
             raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })

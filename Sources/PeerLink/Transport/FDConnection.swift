@@ -38,6 +38,7 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
     private let maxWriteChunk: Int
     private let receiveBufferLimit: Int
     private let loop: IOLoop
+    private let held: (any Sendable)?
     private var token: UInt64 = 0  // set once in init
 
     /// Default for `receiveBufferLimit`: messages read ahead of the consumer, in bytes.
@@ -90,8 +91,17 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
     ///   - lengthPrefixed: a byte stream: add and strip the 2-byte length prefix.
     ///   - maxWriteChunk: largest single write on a byte stream.
     ///   - receiveBufferLimit: bytes read ahead of the consumer before the socket is left unread.
-    public init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
+    public convenience init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
                 remoteHost: String? = nil, receiveBufferLimit: Int = FDConnection.defaultReceiveBufferLimit) {
+        self.init(fd: fd, medium: medium, remoteDescription: remoteDescription, lengthPrefixed: lengthPrefixed,
+                  maxWriteChunk: maxWriteChunk, remoteHost: remoteHost, receiveBufferLimit: receiveBufferLimit, holding: nil)
+    }
+
+    /// As above; `holding` lives as long as the connection (a registration of the link that
+    /// its release undoes, e.g. `StaleACL.Registration`).
+    init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
+         remoteHost: String? = nil, receiveBufferLimit: Int = FDConnection.defaultReceiveBufferLimit, holding: (any Sendable)?) {
+        self.held = holding
         self.fd = fd
         self.remoteHost = remoteHost
         self.medium = medium

@@ -106,7 +106,7 @@ public struct L2CAPTransport: Transport {
             },
             wrap: { c, remote in
                 L2CAPTransport.growReceiveBuffer(c)
-                return L2CAPConnection(fd: c, medium: medium, remoteDescription: remote)
+                return L2CAPConnection(fd: c, medium: medium, remoteDescription: remote, remote: remote)
             },
             onConnection: onConnection)
     }
@@ -120,7 +120,16 @@ public struct L2CAPTransport: Transport {
             throw TransportError.badAddress("\(endpoint) (" + (mode == .le ? "LE PSMs are 1…0x00FF)" : "BR/EDR PSMs are odd with an even upper byte)"))
         }
         let local = try adapterAddress.map(BluetoothAddress.parse)
-        return try await BlockingCall.run("pl.dial.l2cap") { try dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout) }
+        let isLE = mode == .le, localAdapter = adapterAddress
+        return try await BlockingCall.run("pl.dial.l2cap") {
+            do {
+                return try dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout)
+            } catch {
+                // BR/EDR only: LE links have their own, shorter supervision timeout.
+                if isLE { throw error }
+                throw StaleACL.afterTimeout(error, remote: BluetoothAddress.format(remote), localAdapter: localAdapter)
+            }
+        }
     }
 
     func dial(remote: peerlink_bdaddr, psm: UInt16, local: peerlink_bdaddr?, timeout: Double) throws -> L2CAPConnection {
@@ -141,7 +150,7 @@ public struct L2CAPTransport: Transport {
             peerlink_bt_l2cap_connect(fd, remote, le, psm)
         }
         ok = true
-        return L2CAPConnection(fd: fd, medium: medium, remoteDescription: String(format: "%@ PSM 0x%04X", remoteText, psm))
+        return L2CAPConnection(fd: fd, medium: medium, remoteDescription: String(format: "%@ PSM 0x%04X", remoteText, psm), remote: remoteText)
     }
 
     private func bind(_ fd: Int32, local: peerlink_bdaddr, psm: UInt16, what: String) throws {
@@ -195,13 +204,14 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
     }
     private let isERTM: Bool
 
-    init(fd: Int32, medium: Medium, remoteDescription: String) {
+    init(fd: Int32, medium: Medium, remoteDescription: String, remote: String) {
         isERTM = peerlink_bt_l2cap_mode(fd) == 3   // L2CAP_MODE_ERTM
         var i: UInt16 = 0, o: UInt16 = 0
         if peerlink_bt_l2cap_get_mtu(fd, &i, &o) != 0 { i = 672; o = 672 }
         incomingMTU = Int(i)
         outgoingMTU = Int(o)
-        inner = FDConnection(fd: fd, medium: medium, remoteDescription: remoteDescription, lengthPrefixed: false)
+        inner = FDConnection(fd: fd, medium: medium, remoteDescription: remoteDescription, lengthPrefixed: false,
+                             holding: StaleACL.register(remote: remote))
     }
 
     public var medium: Medium { inner.medium }

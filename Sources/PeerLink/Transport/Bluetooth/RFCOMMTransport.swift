@@ -68,7 +68,7 @@ public struct RFCOMMTransport: Transport {
             },
             wrap: { c, remote in
                 FDConnection(fd: c, medium: .rfcomm, remoteDescription: remote, lengthPrefixed: true,
-                             maxWriteChunk: RFCOMMTransport.maxWriteChunk)
+                             maxWriteChunk: RFCOMMTransport.maxWriteChunk, holding: StaleACL.register(remote: remote))
             },
             onConnection: onConnection)
     }
@@ -86,7 +86,11 @@ public struct RFCOMMTransport: Transport {
         let local = try adapterAddress.map(BluetoothAddress.parse)
         let localText = adapterAddress
         return try await BlockingCall.run("pl.dial.rfcomm") {
-            try RFCOMMTransport.dial(remote: remote, channel: UInt8(endpoint.port), local: local, localText: localText, timeout: timeout)
+            do {
+                return try RFCOMMTransport.dial(remote: remote, channel: UInt8(endpoint.port), local: local, localText: localText, timeout: timeout)
+            } catch {
+                throw StaleACL.afterTimeout(error, remote: BluetoothAddress.format(remote), localAdapter: localText)
+            }
         }
     }
 
@@ -107,6 +111,6 @@ public struct RFCOMMTransport: Transport {
         }
         ok = true
         return FDConnection(fd: fd, medium: .rfcomm, remoteDescription: "\(remoteText) channel \(channel)", lengthPrefixed: true,
-                            maxWriteChunk: maxWriteChunk)
+                            maxWriteChunk: maxWriteChunk, holding: StaleACL.register(remote: remoteText))
     }
 }
