@@ -4,8 +4,8 @@
 # virtual controllers, runs the lab's XCTest classes inside in groups whose order matters
 # (below), and prints a closing plain line "N passed, M failed". Controller pairs: hci0↔hci1
 # transports, hci2↔hci3 LE and remote power-off, hci4↔hci5 and hci6↔hci7 discovery over
-# Bluetooth only, hci8↔hci9 the CLI over Bluetooth, hci10↔hci11 the RFCOMM session test
-# (a fresh pair: a re-paired ACL has its RFCOMM links reset) (btvirt crosses ACL handles when one
+# Bluetooth only, hci8↔hci9 the CLI over Bluetooth, hci10↔hci11 and hci12↔hci13 the RFCOMM and
+# L2CAP session tests (fresh pairs: a re-paired ACL has its links reset) (btvirt crosses ACL handles when one
 # controller has links to two others, so each scenario has its own pair).
 #
 # Usage: scripts/test-bt.sh [--no-le] [--measure] [--filter TEST] [--controllers N] [--results DIR] [--keep-trace]
@@ -14,7 +14,7 @@
 #   --measure     also run test9L2CAPMessageSizes (which SDU sizes the emulator delivers)
 #   --filter T    one XCTest filter instead of the ordered default groups, e.g.
 #                 PeerLinkTests.BluetoothLabTests/test1RFCOMMNodesOverVirtualRadios
-#   --controllers N  boot N controllers (default 12; the discovery tests skip with fewer)
+#   --controllers N  boot N controllers (default 14; the discovery tests skip with fewer)
 # Environment: SCRATCH (build dir, default .build-bt), BT_TIMEOUT (seconds, default 600).
 # Exit status: 0 all passed; 1 a test failed; 125 the lab failed; 124 timeout; 2 usage.
 set -uo pipefail
@@ -37,7 +37,7 @@ GROUPS_RUN=(
     "$P.BlueZLabTests/testAdvertiserIsFoundAndSurvivesPowerCycleAndBluetoothdRestart"
     "$P.BluetoothDiscoveryLabTests/test8BluetoothdRestartWhileAdvertisingAndBrowsing"
 )
-CONTROLLERS=12
+CONTROLLERS=14
 MEASURE=0
 LE=1
 LAB_ARGS=()

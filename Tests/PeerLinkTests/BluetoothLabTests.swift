@@ -110,7 +110,7 @@ final class BluetoothLabTests: XCTestCase {
         guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Bluetooth lab only: run scripts/test-bt.sh") }
         hci0 = try XCTUnwrap(env["PEERLINK_LAB_HCI0"])
         hci1 = try XCTUnwrap(env["PEERLINK_LAB_HCI1"])
-        for index in [1, 3, 11] where env["PEERLINK_LAB_HCI\(index)"] != nil {
+        for index in [1, 3, 11, 13] where env["PEERLINK_LAB_HCI\(index)"] != nil {
             let r = BluetoothReachability(adapterPath: "hci\(index)")
             labLog("hci\(index) reachability: \(try r.ensure())")
             reachable[index] = r
@@ -323,8 +323,8 @@ final class BluetoothLabTests: XCTestCase {
     }
 
     /// On a pair of its own (hci10 → hci11) where the lab boots one: after test0, a new ACL
-    /// link between hci0 and hci1 pairs again, and btvirt then resets RFCOMM links about 4 s
-    /// into them (Hardware/bt-lab/README.md, "A re-paired ACL link").
+    /// link between hci0 and hci1 pairs again, and btvirt then resets its RFCOMM and L2CAP links
+    /// about 4 s into them (Hardware/bt-lab/README.md, "A re-paired ACL link").
     func test1RFCOMMNodesOverVirtualRadios() async throws {
         try await scenario("RFCOMM", medium: .rfcomm, listenOn: env["PEERLINK_LAB_HCI11"] ?? hci1, dialFrom: env["PEERLINK_LAB_HCI10"] ?? hci0,
                            make: { RFCOMMTransport(adapterAddress: $0) }, config: labConfig()) { raw in
@@ -337,7 +337,8 @@ final class BluetoothLabTests: XCTestCase {
         // The default fragment size (16 KiB): each side's hello asks for 4 KiB messages on an
         // ERTM link (L2CAPConnection.preferredMaxFrame), so 16 KiB frames go in pieces: the
         // production path.
-        try await scenario("L2CAP BR/EDR", medium: .l2cap, listenOn: hci1, dialFrom: hci0,
+        // On a pair of its own (hci12 → hci13), as test1 is.
+        try await scenario("L2CAP BR/EDR", medium: .l2cap, listenOn: env["PEERLINK_LAB_HCI13"] ?? hci1, dialFrom: env["PEERLINK_LAB_HCI12"] ?? hci0,
                            make: { L2CAPTransport(adapterAddress: $0) }, config: labConfig()) { raw in
             raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
         }
