@@ -51,68 +51,66 @@ final class StaleACLTests: XCTestCase {
         return server
     }
 
-    func testDropsOnlyTheConnectedDeviceOnTheDialingAdapter() throws {
+    /// Runs `body` with the stand-in bluetoothd up on a private bus (its address, its calls).
+    private func withFakeBluetoothd(_ body: (_ bus: String, _ calls: Calls) throws -> Void) throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
         let calls = Calls()
         let server = try fakeBluetoothd(on: bus, calls: calls)
         defer { server.stop() }
+        try body(bus.address, calls)
+    }
 
-        XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: hci0, busAddress: bus.address), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
-        XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
-        // Addresses match whatever their case.
-        XCTAssertEqual(StaleACL.drop(remote: remote.lowercased(), localAdapter: hci1.lowercased(), busAddress: bus.address).count, 1)
-        XCTAssertEqual(calls.take(), ["/org/bluez/hci1/dev_00_AA_01_03_00_03"])
-        // No adapter chosen: wherever it is connected.
-        XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: nil, busAddress: bus.address).count, 2)
-        XCTAssertEqual(calls.take().count, 2)
-        // Known but not connected, or unknown: nothing to drop.
-        XCTAssertEqual(StaleACL.drop(remote: other, localAdapter: nil, busAddress: bus.address), [])
-        XCTAssertEqual(StaleACL.drop(remote: "00:AA:01:09:00:09", localAdapter: nil, busAddress: bus.address), [])
-        XCTAssertEqual(calls.take(), [])
+    func testDropsOnlyTheConnectedDeviceOnTheDialingAdapter() throws {
+        try withFakeBluetoothd { bus, calls in
+            XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: hci0, busAddress: bus), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
+            XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
+            // Addresses match whatever their case.
+            XCTAssertEqual(StaleACL.drop(remote: remote.lowercased(), localAdapter: hci1.lowercased(), busAddress: bus).count, 1)
+            XCTAssertEqual(calls.take(), ["/org/bluez/hci1/dev_00_AA_01_03_00_03"])
+            // No adapter chosen: wherever it is connected.
+            XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: nil, busAddress: bus).count, 2)
+            XCTAssertEqual(calls.take().count, 2)
+            // Known but not connected, or unknown: nothing to drop.
+            XCTAssertEqual(StaleACL.drop(remote: other, localAdapter: nil, busAddress: bus), [])
+            XCTAssertEqual(StaleACL.drop(remote: "00:AA:01:09:00:09", localAdapter: nil, busAddress: bus), [])
+            XCTAssertEqual(calls.take(), [])
+        }
     }
 
     func testOnlyATimeoutDropsAndTheErrorSaysSo() throws {
-        let bus = try PrivateBus()
-        defer { bus.stop() }
-        let calls = Calls()
-        let server = try fakeBluetoothd(on: bus, calls: calls)
-        defer { server.stop() }
+        try withFakeBluetoothd { bus, calls in
+            let refused = TransportError.system(operation: "RFCOMM connect to \(remote) channel 1", errno: ECONNREFUSED)
+            let same = StaleACL.afterTimeout(refused, remote: remote, localAdapter: hci0, busAddress: bus)
+            XCTAssertEqual("\(same)", "\(refused)")
+            XCTAssertEqual(calls.take(), [], "a refusal means the remote answered: its link is not stale")
 
-        let refused = TransportError.system(operation: "RFCOMM connect to \(remote) channel 1", errno: ECONNREFUSED)
-        let same = StaleACL.afterTimeout(refused, remote: remote, localAdapter: hci0, busAddress: bus.address)
-        XCTAssertEqual("\(same)", "\(refused)")
-        XCTAssertEqual(calls.take(), [], "a refusal means the remote answered: its link is not stale")
+            let timeout = TransportError.timedOut(operation: "RFCOMM connect to \(remote) channel 1 from \(hci0)", seconds: 10)
+            let explained = StaleACL.afterTimeout(timeout, remote: remote, localAdapter: hci0, busAddress: bus)
+            guard case let TransportError.timedOut(operation, seconds) = explained else { return XCTFail("\(explained)") }
+            XCTAssertEqual(seconds, 10)
+            XCTAssertTrue(operation.contains("asked it to drop that link"), operation)
+            XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
 
-        let timeout = TransportError.timedOut(operation: "RFCOMM connect to \(remote) channel 1 from \(hci0)", seconds: 10)
-        let explained = StaleACL.afterTimeout(timeout, remote: remote, localAdapter: hci0, busAddress: bus.address)
-        guard case let TransportError.timedOut(operation, seconds) = explained else { return XCTFail("\(explained)") }
-        XCTAssertEqual(seconds, 10)
-        XCTAssertTrue(operation.contains("asked it to drop that link"), operation)
-        XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
-
-        let unknown = TransportError.timedOut(operation: "RFCOMM connect to 00:AA:01:09:00:09 channel 1", seconds: 10)
-        XCTAssertEqual("\(StaleACL.afterTimeout(unknown, remote: "00:AA:01:09:00:09", localAdapter: nil, busAddress: bus.address))", "\(unknown)")
+            let unknown = TransportError.timedOut(operation: "RFCOMM connect to 00:AA:01:09:00:09 channel 1", seconds: 10)
+            XCTAssertEqual("\(StaleACL.afterTimeout(unknown, remote: "00:AA:01:09:00:09", localAdapter: nil, busAddress: bus))", "\(unknown)")
+        }
     }
 
     /// While this process holds a connection to the remote (another channel over the same
     /// link), a timed-out dial leaves the link alone; once that connection is gone it drops it.
     func testALinkCarryingOneOfOurConnectionsIsKept() throws {
-        let bus = try PrivateBus()
-        defer { bus.stop() }
-        let calls = Calls()
-        let server = try fakeBluetoothd(on: bus, calls: calls)
-        defer { server.stop() }
-
-        var held: StaleACL.Registration? = StaleACL.register(remote: remote.lowercased())
-        XCTAssertEqual(StaleACL.openConnections(to: remote), 1)
-        XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: hci0, busAddress: bus.address), [])
-        XCTAssertEqual(calls.take(), [])
-        withExtendedLifetime(held) {}
-        held = nil
-        XCTAssertEqual(StaleACL.openConnections(to: remote), 0)
-        XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: hci0, busAddress: bus.address).count, 1)
-        XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
+        try withFakeBluetoothd { bus, calls in
+            var held: StaleACL.Registration? = StaleACL.register(remote: remote.lowercased())
+            XCTAssertEqual(StaleACL.openConnections(to: remote), 1)
+            XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: hci0, busAddress: bus), [])
+            XCTAssertEqual(calls.take(), [])
+            withExtendedLifetime(held) {}
+            held = nil
+            XCTAssertEqual(StaleACL.openConnections(to: remote), 0)
+            XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: hci0, busAddress: bus).count, 1)
+            XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
+        }
     }
 
     func testNoBluetoothdDropsNothing() throws {
