@@ -63,6 +63,35 @@ final class SessionCoreTests: XCTestCase {
         XCTAssertEqual(p.a.unacknowledgedBytes, 0)
     }
 
+    /// With every link fast, messages are cut into pieces as large as a frame takes; with a
+    /// slow link in the session, into `fragmentSize` ones. Both reassemble to the message.
+    func testFastLinksOnlyCutsFrameSizedFragments() throws {
+        let p = SessionPair()
+        p.up(1)
+        let big = message(3, size: 150_000)
+        let parts: () -> [Int] = {
+            p.sentByA.compactMap { e -> Int? in
+                if case let .reliable(_, .messagePart(_, bytes)) = e.frame { return bytes.count }
+                return nil
+            }
+        }
+        p.a.fastLinksOnly = true
+        let large = SessionConfig().fastFragmentSize
+        XCTAssertEqual(p.a.fragmentSize, large)
+        try p.a.send(big, reliable: true, now: 0)
+        p.collect()
+        XCTAssertEqual(parts(), [large, large, 150_000 - 2 * large])
+        for s in p.sentByA { XCTAssertLessThanOrEqual(s.frame.encode().count, WireLimits.frame) }
+        p.settle()
+        p.sentByA.removeAll()
+        p.a.fastLinksOnly = false
+        try p.a.send(big, reliable: true, now: p.now)
+        p.collect()
+        XCTAssertEqual(parts(), Array(repeating: 16384, count: 9) + [150_000 - 9 * 16384])
+        p.settle()
+        XCTAssertEqual(p.reliableMessagesB, [big, big])
+    }
+
     func testFragmentSizeFollowsRemoteMaxFrame() throws {
         let p = SessionPair()
         p.a.setRemoteMaxFrame(1024)

@@ -51,6 +51,40 @@ final class LinkPiecesTests: XCTestCase {
         await sa.disconnect()
     }
 
+    /// While every link of the session is fast the session cuts frame-sized fragments; a
+    /// Bluetooth link joining brings them back to 16 KiB (a small message never waits behind
+    /// a large piece there), and its going restores them.
+    func testFragmentsAreFrameSizedOnlyWhileEveryLinkIsFast() async throws {
+        let p = try await twoLinkPair(policy: LinkPolicy(.wifiFirst), order: [.tcp], bluetooth: .rfcomm)
+        let (net, a, b, sa, sb) = (p.net, p.a, p.b, p.sa, p.sb)
+        let large = SessionConfig().fastFragmentSize, small = SessionConfig().fragmentSize
+        let first = await sb.fragmentSize(for: a.peerID)
+        XCTAssertEqual(first, large)
+        let received = Task { () -> Int in
+            var n = 0
+            for await e in sa.events { if case .message = e { n += 1; if n == 2 { break } } }
+            return n
+        }
+        try await sb.send([UInt8](repeating: 7, count: 200_000), to: [a.peerID])
+        let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
+        XCTAssertGreaterThan(ipLargest, 60_000, "the Wi-Fi link carried frame-sized fragments")
+
+        let viaBT = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
+                             endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
+        try await b.invite(viaBT, to: sb, timeout: 5)
+        let withBluetooth = await sb.fragmentSize(for: a.peerID)
+        XCTAssertEqual(withBluetooth, small)
+        try await sb.send([UInt8](repeating: 8, count: 200_000), to: [a.peerID])
+        let count = await received.value
+        XCTAssertEqual(count, 2)
+
+        net.drop("a-bt")
+        let restored = await waitUntil(timeout: 10) { await sb.fragmentSize(for: a.peerID) == large }
+        XCTAssertTrue(restored, "with the Bluetooth link gone the fragments are frame-sized again")
+        await sb.disconnect()
+        await sa.disconnect()
+    }
+
     /// Two secure links over one in-memory connection that takes messages of at most 1100
     /// bytes; `minor` is the protocol minor the receiving side announces.
     func securePair(receiverMinor: UInt8) async throws -> (sender: SecureLink, receiver: SecureLink, conn: MemoryConnection) {

@@ -334,7 +334,13 @@ actor PeerChannel {
         core.preferredUnreliableLink = choice.carrier[.unreliable]
         core.preferredCopyLink = choice.messageCopy
         if let rate = choice.messageCopyRate { core.copyBytesPerSecond = rate }
+        // Large fragments only while no slow link could end up carrying one (a lane moves on
+        // handover): on Bluetooth a small message would wait behind it for a third of a second.
+        core.fastLinksOnly = !links.isEmpty && links.values.allSatisfy { $0.medium.traits.typicalBytesPerSecond >= PeerChannel.fastMedium }
     }
+
+    /// Typical bytes per second from which a medium counts as fast for fragment sizes.
+    static let fastMedium = 1_000_000
 
     /// The link that really carries `role` now (the core may avoid a suspected link).
     private func carrier(of role: LinkRole) -> LinkID? {
@@ -699,6 +705,10 @@ extension PeerChannel {
         let inbound = receiving.map { "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size)" }
         return "peer \(peer.short) ended=\(ended) links=\(links.keys.sorted()) waiters=\(waiters.count) "
             + "accepted=\(accepted) results=\(results) refused=\(refused) offers=\(offers.keys.sorted()) receiving=\(inbound) "
-            + "unacked=\(core.unacknowledgedBytes) bulkBacklog=\(core.bulkBacklogBytes) ackPaused=\(core.acknowledgementsPaused)"
+            + "unacked=\(core.unacknowledgedBytes) bulkBacklog=\(core.bulkBacklogBytes) ackPaused=\(core.acknowledgementsPaused) "
+            + "fragment=\(core.fragmentSize)"
     }
+
+    /// The size of the pieces this channel cuts what is queued now into (tests).
+    var fragmentSize: Int { core.fragmentSize }
 }

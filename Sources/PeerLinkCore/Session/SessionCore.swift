@@ -190,6 +190,11 @@ public struct SessionCore: Sendable {
     /// The largest frame this session sends (the smallest any link of the peer announced).
     public var maxFrame: Int { remoteMaxFrame }
 
+    /// Every link of the session is fast (the edge says so from the links' media): messages,
+    /// streams and resources queued from now on are cut into `config.fastFragmentSize` pieces
+    /// instead of `config.fragmentSize`. What is already queued keeps its fragments.
+    public var fastLinksOnly = false
+
     public mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
         links[link] = LinkState(lastReceived: now, lastProgress: now, lastSent: now, upAt: now, lastPing: now, rateWindowStart: now)
@@ -458,7 +463,10 @@ public struct SessionCore: Sendable {
 
     // MARK: - Internals
 
-    private var fragmentSize: Int { max(256, min(config.fragmentSize, remoteMaxFrame - 32)) }
+    /// The size of the pieces messages, streams and resources queued now are cut into.
+    public var fragmentSize: Int {
+        max(256, min(fastLinksOnly ? config.fastFragmentSize : config.fragmentSize, remoteMaxFrame - 32))
+    }
 
     private mutating func allocateStreamID() -> UInt32 {
         defer { nextStreamID &+= 2 }
