@@ -96,7 +96,7 @@ final class InterfaceWatcher: @unchecked Sendable {
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         let len = socklen_t(sa.pointee.sa_family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
         guard getnameinfo(sa, len, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { return "" }
-        var text = String(cString: host)
+        var text = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         if let pct = text.firstIndex(of: "%") { text = String(text[..<pct]) }
         if text.hasPrefix("::ffff:"), text.contains(".") { text = String(text.dropFirst(7)) }
         return text
