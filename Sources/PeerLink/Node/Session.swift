@@ -299,12 +299,12 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
 }
 
 extension Session {
-    /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).
     /// The fragment size of the session's channel to `peer`, nil when not connected (tests).
     func fragmentSize(for peer: PeerID) async -> Int? {
         await registry.channel(for: peer)?.fragmentSize
     }
 
+    /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).
     func debugState() async -> String {
         var lines: [String] = ["unread events: \(queue.count)"]
         for c in registry.all() { lines.append(await c.debugState()) }

@@ -19,11 +19,11 @@ import Glibc
 ///   to the loop: the first batch queued after input arrived, or after the connection was
 ///   quiet for `quietGap`. Such a batch has nothing to gather and would only wait for the
 ///   loop's wake-up (measured: loopback round trip p50 35-40 % shorter). When the socket is
-///   full (`EAGAIN`) the rest waits for the next `EPOLLOUT`. `close` first writes what the socket
-///   still takes. A byte stream (`lengthPrefixed`, TCP and RFCOMM) gathers everything pending
-///   into one `sendmsg` of up to 64 pieces and `maxWriteChunk` bytes, and partial writes
-///   continue where they stopped; a message socket (SOCK_SEQPACKET, L2CAP) gets exactly one
-///   `send` per message, so messages are never merged into one SDU.
+///   full (`EAGAIN`) the rest waits for the next `EPOLLOUT`. `close` first writes what the
+///   socket still takes. A byte stream (`lengthPrefixed`, TCP and RFCOMM) gathers everything
+///   pending into one `sendmsg` of up to 64 pieces and `maxWriteChunk` bytes, and partial
+///   writes continue where they stopped; a message socket (SOCK_SEQPACKET, L2CAP) gets
+///   exactly one `send` per message, so messages are never merged into one SDU.
 /// - **Reads** begin with the first `receive` and then run on the loop whenever the socket is
 ///   readable: up to a budget per turn, deframed there, and handed to a waiting `receive` as
 ///   one batch. Without a waiting receiver, messages are buffered up to `receiveBufferLimit`
