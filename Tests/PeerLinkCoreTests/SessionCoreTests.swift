@@ -92,6 +92,21 @@ final class SessionCoreTests: XCTestCase {
         XCTAssertEqual(p.reliableMessagesB, [big, big])
     }
 
+    /// A fast bulk carrier beside a slow message carrier: file and stream bytes are cut into
+    /// frame-sized pieces, messages stay in 16 KiB ones.
+    func testAFastBulkCarrierCutsOnlyBulkBytesLarge() throws {
+        let p = SessionPair()
+        p.up(1)
+        p.a.fastBulkCarrier = true
+        XCTAssertEqual(p.a.fragmentSize, SessionConfig().fragmentSize)
+        XCTAssertEqual(p.a.bulkFragmentSize, SessionConfig().fastFragmentSize)
+        p.a.fastLinksOnly = true
+        XCTAssertEqual(p.a.fragmentSize, SessionConfig().fastFragmentSize)
+        p.a.fastLinksOnly = false
+        p.a.fastBulkCarrier = false
+        XCTAssertEqual(p.a.bulkFragmentSize, SessionConfig().fragmentSize)
+    }
+
     func testFragmentSizeFollowsRemoteMaxFrame() throws {
         let p = SessionPair()
         p.a.setRemoteMaxFrame(1024)

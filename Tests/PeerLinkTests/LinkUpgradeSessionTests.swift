@@ -92,6 +92,12 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(hostedByB.count, 1, "the proposer hosts when both can do both")
         let proposal = try XCTUnwrap(p.timeline.steps("b").first)
         XCTAssertEqual(proposal.detail, "sending 'f-2.bin' (2.0 MiB)", "the timeline says why")
+        // With the group carrying bulk, file bytes go in frame-sized pieces; messages keep
+        // 16 KiB ones, since the Bluetooth link is still in the session.
+        let bulk = await p.sb.bulkFragmentSize(for: p.a.peerID)
+        let messages = await p.sb.fragmentSize(for: p.a.peerID)
+        XCTAssertEqual(bulk, SessionConfig().fastFragmentSize)
+        XCTAssertEqual(messages, SessionConfig().fragmentSize)
     }
 
     /// `peerlink send` exits right after `disconnect()`: the group it hosts must be gone by

@@ -334,13 +334,17 @@ actor PeerChannel {
         core.preferredUnreliableLink = choice.carrier[.unreliable]
         core.preferredCopyLink = choice.messageCopy
         if let rate = choice.messageCopyRate { core.copyBytesPerSecond = rate }
-        // Large fragments only while no slow link could end up carrying one (a lane moves on
-        // handover): on Bluetooth a small message would wait behind it for a third of a second.
-        core.fastLinksOnly = !links.isEmpty && links.values.allSatisfy { $0.medium.traits.typicalBytesPerSecond >= PeerChannel.fastMedium }
+        // Large message fragments only while no slow link could end up carrying one (a lane
+        // moves on handover): on Bluetooth a small message would wait behind it for a third of
+        // a second. Bulk bytes get large fragments while their own carrier is fast; should it
+        // go, those already queued cross the slow link in pieces.
+        core.fastLinksOnly = !links.isEmpty && links.values.allSatisfy { PeerChannel.isFast($0.medium) }
+        core.fastBulkCarrier = choice.carrier[.bulk].flatMap { links[$0] }.map { PeerChannel.isFast($0.medium) } ?? false
     }
 
     /// Typical bytes per second from which a medium counts as fast for fragment sizes.
     static let fastMedium = 1_000_000
+    private static func isFast(_ m: Medium) -> Bool { m.traits.typicalBytesPerSecond >= fastMedium }
 
     /// The link that really carries `role` now (the core may avoid a suspected link).
     private func carrier(of role: LinkRole) -> LinkID? {
@@ -706,9 +710,9 @@ extension PeerChannel {
         return "peer \(peer.short) ended=\(ended) links=\(links.keys.sorted()) waiters=\(waiters.count) "
             + "accepted=\(accepted) results=\(results) refused=\(refused) offers=\(offers.keys.sorted()) receiving=\(inbound) "
             + "unacked=\(core.unacknowledgedBytes) bulkBacklog=\(core.bulkBacklogBytes) ackPaused=\(core.acknowledgementsPaused) "
-            + "fragment=\(core.fragmentSize)"
+            + "fragment=\(core.fragmentSize)/\(core.bulkFragmentSize)"
     }
 
-    /// The size of the pieces this channel cuts what is queued now into (tests).
-    var fragmentSize: Int { core.fragmentSize }
+    /// The sizes of the pieces this channel cuts messages, and bulk bytes, queued now into (tests).
+    var fragmentSizes: (messages: Int, bulk: Int) { (core.fragmentSize, core.bulkFragmentSize) }
 }

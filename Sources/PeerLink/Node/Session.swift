@@ -299,9 +299,14 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
 }
 
 extension Session {
-    /// The fragment size of the session's channel to `peer`, nil when not connected (tests).
+    /// The message fragment size of the session's channel to `peer`, nil when not connected (tests).
     func fragmentSize(for peer: PeerID) async -> Int? {
-        await registry.channel(for: peer)?.fragmentSize
+        await registry.channel(for: peer)?.fragmentSizes.messages
+    }
+
+    /// The bulk (stream and resource) fragment size of the channel to `peer` (tests).
+    func bulkFragmentSize(for peer: PeerID) async -> Int? {
+        await registry.channel(for: peer)?.fragmentSizes.bulk
     }
 
     /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).

@@ -195,6 +195,11 @@ public struct SessionCore: Sendable {
     /// instead of `config.fragmentSize`. What is already queued keeps its fragments.
     public var fastLinksOnly = false
 
+    /// The link chosen for the bulk lane is fast (a Wi-Fi Direct group beside a Bluetooth
+    /// link): stream and resource bytes queued from now on are cut into
+    /// `config.fastFragmentSize` pieces even while a slow link carries the messages.
+    public var fastBulkCarrier = false
+
     public mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
         links[link] = LinkState(lastReceived: now, lastProgress: now, lastSent: now, upAt: now, lastPing: now, rateWindowStart: now)
@@ -287,7 +292,7 @@ public struct SessionCore: Sendable {
         outboundCredit[stream] = credit - bytes.count
         var offset = bytes.startIndex
         while offset < bytes.endIndex {
-            let end = min(offset + fragmentSize, bytes.endIndex)
+            let end = min(offset + bulkFragmentSize, bytes.endIndex)
             enqueue(.streamData(stream: stream, bytes: bytes[offset..<end]))
             offset = end
         }
@@ -463,9 +468,14 @@ public struct SessionCore: Sendable {
 
     // MARK: - Internals
 
-    /// The size of the pieces messages, streams and resources queued now are cut into.
-    public var fragmentSize: Int {
-        max(256, min(fastLinksOnly ? config.fastFragmentSize : config.fragmentSize, remoteMaxFrame - 32))
+    /// The size of the pieces messages queued now are cut into.
+    public var fragmentSize: Int { fragmentSize(large: fastLinksOnly) }
+
+    /// The size of the pieces stream and resource bytes written now are cut into.
+    public var bulkFragmentSize: Int { fragmentSize(large: fastLinksOnly || fastBulkCarrier) }
+
+    private func fragmentSize(large: Bool) -> Int {
+        max(256, min(large ? config.fastFragmentSize : config.fragmentSize, remoteMaxFrame - 32))
     }
 
     private mutating func allocateStreamID() -> UInt32 {
