@@ -13,9 +13,10 @@ public struct SessionConfig: Sendable, Equatable {
     /// Largest piece of a message, stream or resource in one frame, while the session has a
     /// slow (Bluetooth) link: a small message waits behind at most one such piece there.
     public var fragmentSize = 16 * 1024
-    /// Largest piece while every link of the session is fast (`SessionCore.fastLinksOnly`):
-    /// a frame as large as a Noise message takes, so fewer records carry the same bytes
-    /// (about 10 % less CPU per byte for 64 KiB messages on loopback; docs/PERFORMANCE.md).
+    /// Largest piece while every link of the session is fast (`SessionCore.fastLinksOnly`),
+    /// and of stream and resource bytes while the bulk carrier is (`fastBulkCarrier`): a
+    /// frame as large as a Noise message takes, so fewer records carry the same bytes (about
+    /// 6 % less CPU for 64 KiB messages on loopback; docs/PERFORMANCE.md).
     public var fastFragmentSize = WireLimits.frame - 32
     /// Reliable bytes sent but not yet acknowledged, at most.
     public var sendWindow = 1024 * 1024
