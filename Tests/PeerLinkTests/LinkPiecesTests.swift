@@ -58,7 +58,7 @@ final class LinkPiecesTests: XCTestCase {
         let p = try await twoLinkPair(policy: LinkPolicy(.wifiFirst), order: [.tcp], bluetooth: .rfcomm)
         let (net, a, b, sa, sb) = (p.net, p.a, p.b, p.sa, p.sb)
         let large = SessionConfig().fastFragmentSize, small = SessionConfig().fragmentSize
-        let first = await sb.fragmentSize(for: a.peerID)
+        let first = await sb.fragmentSizes(for: a.peerID)?.messages
         XCTAssertEqual(first, large)
         let received = Task { () -> Int in
             var n = 0
@@ -72,14 +72,14 @@ final class LinkPiecesTests: XCTestCase {
         let viaBT = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
                              endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
         try await b.invite(viaBT, to: sb, timeout: 5)
-        let withBluetooth = await sb.fragmentSize(for: a.peerID)
+        let withBluetooth = await sb.fragmentSizes(for: a.peerID)?.messages
         XCTAssertEqual(withBluetooth, small)
         try await sb.send([UInt8](repeating: 8, count: 200_000), to: [a.peerID])
         let count = await received.value
         XCTAssertEqual(count, 2)
 
         net.drop("a-bt")
-        let restored = await waitUntil(timeout: 10) { await sb.fragmentSize(for: a.peerID) == large }
+        let restored = await waitUntil(timeout: 10) { await sb.fragmentSizes(for: a.peerID)?.messages == large }
         XCTAssertTrue(restored, "with the Bluetooth link gone the fragments are frame-sized again")
         await sb.disconnect()
         await sa.disconnect()

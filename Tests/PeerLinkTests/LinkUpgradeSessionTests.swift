@@ -94,8 +94,8 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(proposal.detail, "sending 'f-2.bin' (2.0 MiB)", "the timeline says why")
         // With the group carrying bulk, file bytes go in frame-sized pieces; messages keep
         // 16 KiB ones, since the Bluetooth link is still in the session.
-        let bulk = await p.sb.bulkFragmentSize(for: p.a.peerID)
-        let messages = await p.sb.fragmentSize(for: p.a.peerID)
+        let sizes = await p.sb.fragmentSizes(for: p.a.peerID)
+        let (bulk, messages) = (sizes?.bulk, sizes?.messages)
         XCTAssertEqual(bulk, SessionConfig().fastFragmentSize)
         XCTAssertEqual(messages, SessionConfig().fragmentSize)
     }

@@ -299,14 +299,10 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
 }
 
 extension Session {
-    /// The message fragment size of the session's channel to `peer`, nil when not connected (tests).
-    func fragmentSize(for peer: PeerID) async -> Int? {
-        await registry.channel(for: peer)?.fragmentSizes.messages
-    }
-
-    /// The bulk (stream and resource) fragment size of the channel to `peer` (tests).
-    func bulkFragmentSize(for peer: PeerID) async -> Int? {
-        await registry.channel(for: peer)?.fragmentSizes.bulk
+    /// The fragment sizes (messages; stream and resource bytes) of the session's channel to
+    /// `peer`, nil when not connected (tests).
+    func fragmentSizes(for peer: PeerID) async -> (messages: Int, bulk: Int)? {
+        await registry.channel(for: peer)?.fragmentSizes
     }
 
     /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).
