@@ -125,10 +125,12 @@ final class SessionStreamTests: XCTestCase {
         XCTAssertEqual(p.a.credit(of: id), 0)
         p.settle()
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1024)
-        p.b.consumed(100, of: id, now: 0)  // below half the window: nothing yet
+        // A reader that takes a second per half window (far beyond two round trips) keeps
+        // the window as it is: credit comes back as consumed, no more.
+        p.b.consumed(100, of: id, now: 1000)  // below half the window: nothing yet
         p.settle()
         XCTAssertEqual(p.a.credit(of: id), 0)
-        p.b.consumed(500, of: id, now: 0)  // 600 in total
+        p.b.consumed(500, of: id, now: 1000)  // 600 in total
         p.settle()
         XCTAssertEqual(p.a.credit(of: id), 600)
         XCTAssertEqual(p.eventsA.filter { $0 == .streamWritable(stream: id) }.count, 2)
@@ -136,6 +138,64 @@ final class SessionStreamTests: XCTestCase {
         p.settle()
         XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1624)
+    }
+
+    /// Half a window consumed within two round trips of the previous grant: the window held
+    /// the writer back, so it doubles (the grant carries the increase) up to
+    /// `maxStreamWindow`; a reader slower than that stops the growth.
+    func testWindowGrowsWhileTheReaderKeepsUp() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1024
+        c.maxStreamWindow = 4096
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        XCTAssertEqual(p.b.window(of: id), 1024)
+        let now: UInt64 = 0
+        var received = 0
+        /// Writes all the credit there is, lets it arrive, and consumes it at `now`.
+        func round() throws {
+            let credit = p.a.credit(of: id) ?? 0
+            try p.a.write([UInt8](repeating: 7, count: credit), to: id, now: now)
+            p.settle()
+            let got = streamBytes(p.eventsB, id).count
+            p.b.consumed(got - received, of: id, now: now)
+            received = got
+            p.settle()
+        }
+        // Consumed at once (well within the 2 ms bound): 1024 → 2048 → 4096, then capped.
+        try round()
+        XCTAssertEqual(p.b.window(of: id), 2048)
+        XCTAssertEqual(p.a.credit(of: id), 1024 + 1024)
+        try round()
+        XCTAssertEqual(p.b.window(of: id), 4096)
+        XCTAssertEqual(p.a.credit(of: id), 2048 + 2048)
+        try round()
+        XCTAssertEqual(p.b.window(of: id), 4096, "never past maxStreamWindow")
+        XCTAssertEqual(p.a.credit(of: id), 4096)
+        XCTAssertTrue(SessionPair.violations(p.eventsA + p.eventsB).isEmpty, "the grown credit is honoured")
+        XCTAssertEqual(received, 1024 + 2048 + 4096)
+    }
+
+    func testASlowReaderKeepsTheFirstWindow() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1024
+        c.maxStreamWindow = 4096
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        var now: UInt64 = 0
+        for _ in 0..<4 {
+            try p.a.write([UInt8](repeating: 7, count: p.a.credit(of: id) ?? 0), to: id, now: now)
+            p.settle()
+            now += 50  // every half window takes 50 ms: far more than two round trips here
+            p.b.consumed(1024, of: id, now: now)
+            p.settle()
+            XCTAssertEqual(p.b.window(of: id), 1024)
+            XCTAssertEqual(p.a.credit(of: id), 1024)
+        }
     }
 
     func testLongStreamWithFlowControl() throws {

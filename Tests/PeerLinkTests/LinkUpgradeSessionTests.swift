@@ -31,12 +31,13 @@ final class LinkUpgradeSessionTests: XCTestCase {
         }
     }
 
-    func makePair(roles a: LinkSetup.Roles = [.host, .join], unavailable: String = "", idleTeardown: UInt64 = 60_000) async throws -> Setup {
+    func makePair(roles a: LinkSetup.Roles = [.host, .join], unavailable: String = "", idleTeardown: UInt64 = 60_000,
+                  groups: MemoryLinkConditions = MemoryLinkConditions()) async throws -> Setup {
         let net = MemoryNetwork()
         // Bluetooth-like: 400 kB/s, 5 ms each way.
         net.conditions = ["a-bt": MemoryLinkConditions(bandwidth: 400_000, delay: 0.005)]
         let ua = MemoryUpgrader(network: net, name: "a", roles: a, unavailable: unavailable)
-        let ub = MemoryUpgrader(network: net, name: "b")
+        let ub = MemoryUpgrader(network: net, name: "b", groupConditions: groups)
         let nodeA = try Node(identity: Identity(), displayName: "alpha", transports: [MemoryTransport(network: net, address: "a-bt", emulating: .rfcomm)],
                              upgraders: [ua])
         let nodeB = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b-bt", emulating: .rfcomm)],
@@ -144,15 +145,17 @@ final class LinkUpgradeSessionTests: XCTestCase {
     }
 
     func testATransferSurvivesTheGroupBeingTornDownMidway() async throws {
-        let p = try await makePair()
+        // The group link (b hosts it) is quick but not instant from its first byte: 3 MiB
+        // take about 3 s on it, so the teardown lands mid-transfer.
+        let p = try await makePair(groups: MemoryLinkConditions(bandwidth: 1_000_000))
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
-        // The group link is quick but not instant, so the teardown lands mid-transfer.
         let (path, content) = try file(p.dir, mib: 3)
         let send = Task { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         let groupUp = await waitUntil(timeout: 10) { !p.timeline.linksUp("b", .memoryGroup).isEmpty }
         XCTAssertTrue(groupUp, "the group link came up")
-        for g in p.ub.hostedGroups { p.net.setConditions(MemoryLinkConditions(bandwidth: 1_000_000), for: g) }
         try await Task.sleep(nanoseconds: 300_000_000)
+        let unfinished = !FileManager.default.fileExists(atPath: p.dir + "/inbox/f-3.bin")
+        XCTAssertTrue(unfinished, "the file is still on its way when the group goes")
         for g in p.ub.hostedGroups { p.ub.tearDownFromOutside(g) }
         try await send.value
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-3.bin")), content, "nothing lost, nothing doubled")

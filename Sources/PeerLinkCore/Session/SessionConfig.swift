@@ -29,6 +29,10 @@ public struct SessionConfig: Sendable, Equatable {
     public var maxBacklog = 4 * 1024 * 1024
     /// Credit granted per stream at open, and refilled as the application consumes.
     public var streamWindow: UInt32 = 256 * 1024
+    /// Largest credit window a stream's window grows to while the reader keeps up with it
+    /// (`SessionCore.consumed`): with 256 KiB and credit returned only once bytes are
+    /// written to disk, a file could not move faster than 256 KiB per two round trips.
+    public var maxStreamWindow = 4 * 1024 * 1024
     /// Acknowledge after this many reliable frames, or on the next tick, whichever is first…
     public var ackEvery = 16
     /// …or once frames of about this many bytes arrived, so a sender whose window is still

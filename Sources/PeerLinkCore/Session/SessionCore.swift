@@ -104,7 +104,17 @@ public struct SessionCore: Sendable {
 
     // MARK: streams
     enum InboundKind: Sendable { case stream, resource(accepted: Bool) }
-    struct Inbound: Sendable { var kind: InboundKind; var creditLeft: Int; var consumedSinceGrant: Int }
+    struct Inbound: Sendable {
+        var kind: InboundKind
+        var creditLeft: Int
+        var consumedSinceGrant: Int
+        /// Credit the writer may hold at once: `streamWindow` at first, doubled (up to
+        /// `maxStreamWindow`) while it rather than the reader limits the stream (`consumed`).
+        var window: Int
+        /// When credit was last granted, and the link the stream's latest bytes came on.
+        var lastGrant: UInt64
+        var link: LinkID?
+    }
     private var inbound: [UInt32: Inbound] = [:]
     private var outboundCredit: [UInt32: Int] = [:]
     /// Outgoing resources, from the offer until the receiver's verdict (RESOURCE_RESULT, or
@@ -317,6 +327,7 @@ public struct SessionCore: Sendable {
         guard var s = inbound[stream], case .resource(accepted: false) = s.kind else { throw SessionError.unknownStream(stream) }
         s.kind = .resource(accepted: true)
         s.creditLeft = Int(config.streamWindow)
+        s.lastGrant = now
         inbound[stream] = s
         enqueue(.resourceAccept(stream: stream, offset: offset, credit: config.streamWindow))
         flush(now: now)
@@ -347,19 +358,38 @@ public struct SessionCore: Sendable {
     }
 
     /// The application has processed `count` bytes of an incoming stream; credit is returned
-    /// to the sender in batches of half the window.
+    /// to the sender in batches of half the window. When half a window was consumed within
+    /// two round trips of the previous grant, the window rather than the reader holds the
+    /// stream back: it doubles, up to `maxStreamWindow`, and the grant includes the increase.
     public mutating func consumed(_ count: Int, of stream: UInt32, now: UInt64) {
         guard var s = inbound[stream] else { return }
         s.consumedSinceGrant += count
-        if s.consumedSinceGrant >= Int(config.streamWindow) / 2 {
-            let grant = s.consumedSinceGrant
+        if s.consumedSinceGrant >= s.window / 2 {
+            var grant = s.consumedSinceGrant
+            let elapsed = now >= s.lastGrant ? now - s.lastGrant : 0
+            if s.window < config.maxStreamWindow, elapsed < growthBound(s.link) {
+                let grown = min(s.window * 2, config.maxStreamWindow)
+                grant += grown - s.window
+                s.window = grown
+            }
             s.creditLeft += grant
             s.consumedSinceGrant = 0
+            s.lastGrant = now
             enqueue(.streamCredit(stream: stream, bytes: UInt32(clamping: grant)))
         }
         inbound[stream] = s
         flush(now: now)
     }
+
+    /// Two smoothed round trips of `link` in ms, at least 2 (the clock's resolution is 1 ms):
+    /// credit returned faster than that means the writer waited for it.
+    private func growthBound(_ link: LinkID?) -> UInt64 {
+        let srtt = link.flatMap { links[$0]?.srtt } ?? 1
+        return UInt64(max(2, (2 * srtt).rounded(.up)))
+    }
+
+    /// The current credit window of an incoming stream (tests, diagnostics).
+    public func window(of stream: UInt32) -> Int? { inbound[stream]?.window }
 
     /// Leaves the session: tells the remote on every link and stops.
     public mutating func leave(reason: CloseReason = .leaving, text: String = "", now: UInt64) {
@@ -649,7 +679,7 @@ public struct SessionCore: Sendable {
         let arrival = modify(lane) { $0.receive(seq: seq, record: record, on: link, maxReorder: maxReorder) }
         switch arrival {
         case let .deliver(records):
-            for r in records { deliver(r, now: now) }
+            for r in records { deliver(r, on: link, now: now) }
         case .held, .duplicate:
             break
         case .overflow:
@@ -672,7 +702,7 @@ public struct SessionCore: Sendable {
         transmit(frame, on: link, now: now)
     }
 
-    private mutating func deliver(_ record: Record, now: UInt64) {
+    private mutating func deliver(_ record: Record, on link: LinkID, now: UInt64) {
         switch record {
         case let .messagePart(final, bytes):
             guard reassemblyBytes + bytes.count <= config.maxMessageSize else {
@@ -702,7 +732,8 @@ public struct SessionCore: Sendable {
                 outputs.append(.event(.protocolViolation("stream id \(id) reused or of the wrong side")))
                 return
             }
-            inbound[id] = Inbound(kind: .stream, creditLeft: Int(config.streamWindow), consumedSinceGrant: 0)
+            inbound[id] = Inbound(kind: .stream, creditLeft: Int(config.streamWindow), consumedSinceGrant: 0,
+                                  window: Int(config.streamWindow), lastGrant: now)
             enqueue(.streamCredit(stream: id, bytes: config.streamWindow))
             outputs.append(.event(.streamOpened(stream: id, name: name)))
             flush(now: now)
@@ -711,7 +742,8 @@ public struct SessionCore: Sendable {
                 outputs.append(.event(.protocolViolation("resource id \(id) reused or of the wrong side")))
                 return
             }
-            inbound[id] = Inbound(kind: .resource(accepted: false), creditLeft: 0, consumedSinceGrant: 0)
+            inbound[id] = Inbound(kind: .resource(accepted: false), creditLeft: 0, consumedSinceGrant: 0,
+                                  window: Int(config.streamWindow), lastGrant: now)
             outputs.append(.event(.resourceOffered(stream: id, name: name, size: size, sha256: sha)))
         case let .streamData(id, bytes):
             guard var s = inbound[id] else { return }  // cancelled locally: late data is dropped
@@ -720,6 +752,7 @@ public struct SessionCore: Sendable {
                 return
             }
             s.creditLeft -= bytes.count
+            s.link = link
             inbound[id] = s
             outputs.append(.event(.streamData(stream: id, bytes: bytes)))
         case let .streamCredit(id, n):
