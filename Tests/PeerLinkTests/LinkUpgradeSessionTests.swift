@@ -101,6 +101,27 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(messages, SessionConfig().fragmentSize)
     }
 
+    /// Hashing a large file on a Raspberry Pi and forming a group take seconds each: the
+    /// upgrade is proposed as the file starts, and the group forms while the file is hashed.
+    func testTheUpgradeIsProposedWhileTheFileIsStillBeingHashed() async throws {
+        let p = try await makePair()
+        defer {
+            FileDigest.Hooks.holdHashing = false
+            try? FileManager.default.removeItem(atPath: p.dir)
+        }
+        let (path, content) = try file(p.dir, mib: 1)
+        FileDigest.Hooks.holdHashing = true  // the hash does not end until the group is up
+        let before = FileDigest.Hooks.hashes
+        let send = Task { try await p.sb.sendResource(at: path, to: p.a.peerID) }
+        let groupUp = await waitUntil(timeout: 10) { !p.timeline.linksUp("b", .memoryGroup).isEmpty }
+        XCTAssertTrue(groupUp, "the group link came up: \(p.timeline.steps("b").map(\.step))")
+        XCTAssertEqual(FileDigest.Hooks.hashes, before, "…while the file was still being hashed")
+        FileDigest.Hooks.holdHashing = false
+        try await send.value
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-1.bin")), content)
+        XCTAssertEqual(FileDigest.Hooks.hashes, before + 1)
+    }
+
     /// `peerlink send` exits right after `disconnect()`: the group it hosts must be gone by
     /// then, even when removing it takes a while (seen in the lab: a group left on the radio).
     func testDisconnectReturnsOnlyAfterTheGroupIsTakenDown() async throws {

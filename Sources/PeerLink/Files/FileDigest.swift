@@ -53,7 +53,7 @@ enum FileDigest {
 
     static let cache = DigestCache()
 
-    /// Test hooks: a simulated slow disk and a count of whole-file hashes.
+    /// Test hooks: a simulated slow disk, a pause, and a count of whole-file hashes.
     enum Hooks {
         private static let lock = NSLock()
         nonisolated(unsafe) private static var delay: UInt32 = 0
@@ -63,9 +63,20 @@ enum FileDigest {
             get { lock.withLock { delay } }
             set { lock.withLock { delay = newValue } }
         }
+        nonisolated(unsafe) private static var held = false
+        /// While true, hashing waits after each chunk, so that a test can look at what happens
+        /// while a file is being hashed. Tests only.
+        static var holdHashing: Bool {
+            get { lock.withLock { held } }
+            set { lock.withLock { held = newValue } }
+        }
         /// Whole-file hashes computed so far.
         static var hashes: Int { lock.withLock { count } }
-        static func afterChunk() { let d = delayPerChunk; if d > 0 { usleep(d) } }
+        static func afterChunk() {
+            let d = delayPerChunk
+            if d > 0 { usleep(d) }
+            while holdHashing { usleep(1000) }
+        }
         static func counted() { lock.withLock { count += 1 } }
     }
 }

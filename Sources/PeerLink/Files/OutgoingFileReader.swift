@@ -23,18 +23,23 @@ final class OutgoingFileReader: @unchecked Sendable {
     func read(at offset: UInt64, count: Int) async throws -> [UInt8] {
         let fd = self.fd, path = self.path
         return try await BlockingCall.run(on: queue) {
-            var out = [UInt8](repeating: 0, count: count)
-            var got = 0
-            while got < count {
-                let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress.map { $0 + got }, count - got, off_t(offset) + off_t(got)) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(errno)))")
+            // Not zeroed first: `pread` fills what is kept, and the rest is cut off.
+            var failure: Int32 = 0
+            let out = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                var got = 0
+                while got < count {
+                    let n = pread(fd, buffer.baseAddress.map { $0 + got }, count - got, off_t(offset) + off_t(got))
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        failure = errno
+                        break
+                    }
+                    if n == 0 { break }
+                    got += n
                 }
-                if n == 0 { break }
-                got += n
+                initialized = got
             }
-            if got < count { out.removeLast(count - got) }
+            if failure != 0 { throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(failure)))") }
             return out
         }
     }

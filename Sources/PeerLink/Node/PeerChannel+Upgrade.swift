@@ -37,6 +37,9 @@ extension PeerChannel {
         runUpgradeActions()
     }
 
+    /// Bulk work for the peer is still under way (a file being hashed before its offer).
+    func bulkContinues() { upgrade.bulkActivity(now: Clock.now()) }
+
     /// A LINK_SETUP from the peer.
     func receivedLinkSetup(_ m: LinkSetup) {
         upgrade.received(m, now: Clock.now())

@@ -406,15 +406,23 @@ actor PeerChannel {
 
     func sendResource(path: String, name: String, progress: (@Sendable (ResourceProgress) -> Void)?) async throws {
         let peer = self.peer
-        // Hashing a large file takes seconds: it runs off this actor (FileDigest), once per
-        // file content, so a retry after a lost link does not hash again.
-        let (size, sha) = try await FileDigest.sha256(ofFileAt: path) { done, total in
-            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
-                                       resumedFrom: 0, stage: .hashing))
-        }
-        let reader = try OutgoingFileReader(path: path)
+        // A faster link is proposed before the file is hashed: forming a Wi-Fi Direct group
+        // and hashing a large file on a Raspberry Pi take seconds each, and need not take
+        // them one after the other.
+        let size = try FileIdentity(path: path).size
         guard !ended else { throw PeerLinkError.notConnected(peer) }
         bulkStarting("sending '\(name)' (\(ByteCount.text(size)))")
+        // Hashing runs off this actor (FileDigest), once per file content, so a retry after a
+        // lost link does not hash again. Each progress step counts as bulk activity, so that
+        // a long hash does not look like an idle upgraded link.
+        let (hashedSize, sha) = try await FileDigest.sha256(ofFileAt: path) { [weak self] done, total in
+            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
+                                       resumedFrom: 0, stage: .hashing))
+            Task { await self?.bulkContinues() }
+        }
+        guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
+        let reader = try OutgoingFileReader(path: path)
+        guard !ended else { throw PeerLinkError.notConnected(peer) }
         let id = try core.offerResource(name: name, size: size, sha256: sha, now: Clock.now())
         process()
         defer { refusals[id] = nil }
