@@ -205,9 +205,12 @@ for name, s in rows:
 if rows[0][1] and rows[1][1]:
     print("\nwith the upgrade: %.2fx the throughput of Bluetooth alone" % (rows[1][1] / rows[0][1])
           + (", %.2fx that of raw TCP over the group" % (base / rows[0][1]) if base else ""))
-print("\nset-up, upgrade run (times from the first bulk byte; the proposal goes with the file's offer):")
+print("\nset-up, upgrade run (times from the first bulk byte; the proposal goes out as the send starts, before the file is hashed):")
 if up_wifi is not None and up_first is not None:
     print("  first bulk byte -> bulk on Wi-Fi Direct: %.2f s" % (up_wifi - up_first))
+    hashing = next((t for t, e in events(out + "/upgrade-tx.log") if e.get("event") == "progress" and e.get("stage") == "hashing"), None)
+    if hashing is not None:
+        print("  send started (hashing %.2f s before the first bulk byte) -> bulk on Wi-Fi Direct: %.2f s" % (up_first - hashing, up_wifi - hashing))
     tx = events(out + "/upgrade-tx.log")
     moved = max([e["completed"] for t, e in tx if e.get("event") == "progress" and e.get("stage") == "transferring" and t <= up_wifi] or [0])
     if up_done: print("  by then %.1f MiB had gone over Bluetooth; the other %.1f MiB took %.2f s on Wi-Fi (%.2f MB/s)"
