@@ -1,3 +1,4 @@
+@preconcurrency import Crypto
 @testable import PeerLink
 import XCTest
 
@@ -42,5 +43,31 @@ final class IncomingFileWriterTests: XCTestCase {
         XCTAssertEqual(truncate(part, 100), 0)
         w.hashHeldPrefix(progress: nil)
         guard case .failure? = answer(w, [1]) else { return XCTFail("the failed read-back must reach the next write") }
+    }
+
+    /// Parts handed over together are written in order and hashed as one file.
+    func testPartsWrittenTogetherMakeTheFileInOrder() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-writer-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let content = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ ($0 >> 9)) }
+        let w = try IncomingFileWriter(partPath: dir + "/f.part", size: UInt64(content.count))
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox()
+        w.write([content[0..<1], content[1..<65_536], content[65_536..<65_536], content[65_536...]]) { box.set($0); done.signal() }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        guard case .success(300_000)? = box.get() else { return XCTFail("\(String(describing: box.get()))") }
+        let path = PathBox()
+        w.finish(sha256: Array(SHA256.hash(data: content)), directory: dir, name: "f.bin") { path.set($0); done.signal() }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        let kept = try XCTUnwrap(try path.get()?.get(), "the hash of the parts in order is the file's")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kept)), Data(content))
+    }
+
+    final class PathBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var r: Result<String, PeerLinkError>?
+        func set(_ v: Result<String, PeerLinkError>) { lock.withLock { r = v } }
+        func get() -> Result<String, PeerLinkError>? { lock.withLock { r } }
     }
 }

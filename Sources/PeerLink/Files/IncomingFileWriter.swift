@@ -72,37 +72,44 @@ final class IncomingFileWriter: @unchecked Sendable {
     }
 
     /// Appends `bytes`; `completion` gets the bytes held afterwards, or why writing stopped.
-    /// Every call gets an answer: after a failure (a write, reading a resumed prefix back, or
-    /// `close`) the bytes are dropped and the failure is the answer, so that no caller waits
-    /// for credit that never comes.
     func write(_ bytes: ArraySlice<UInt8>, completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
+        write([bytes], completion: completion)
+    }
+
+    /// Appends `parts` in order, in one job with one answer: the bytes held afterwards, or why
+    /// writing stopped. Every call gets an answer: after a failure (a write, reading a resumed
+    /// prefix back, or `close`) the bytes are dropped and the failure is the answer, so that
+    /// no caller waits for credit that never comes.
+    func write(_ parts: [ArraySlice<UInt8>], completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
         queue.async { [self] in
             if let failure {
                 completion(.failure(failure))
                 return
             }
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { raw in
-                    pwrite(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset, off_t(held) + off_t(offset))
+            for bytes in parts {
+                var offset = 0
+                while offset < bytes.count {
+                    let n = bytes.withUnsafeBytes { raw in
+                        pwrite(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset, off_t(held) + off_t(offset))
+                    }
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        let e = errno
+                        // What reached the file stays; the hash covers only whole parts, and a
+                        // resume reads the part file back anyway.
+                        held += UInt64(offset)
+                        let f: Failure = e == ENOSPC || e == EDQUOT
+                            ? .diskFull(held: held)
+                            : .failed(held: held, reason: "cannot write \(partPath): \(String(cString: strerror(e)))")
+                        failure = f
+                        completion(.failure(f))
+                        return
+                    }
+                    offset += n
                 }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    let e = errno
-                    // What reached the file stays; the hash covers only whole writes, and a
-                    // resume reads the part file back anyway.
-                    held += UInt64(offset)
-                    let f: Failure = e == ENOSPC || e == EDQUOT
-                        ? .diskFull(held: held)
-                        : .failed(held: held, reason: "cannot write \(partPath): \(String(cString: strerror(e)))")
-                    failure = f
-                    completion(.failure(f))
-                    return
-                }
-                offset += n
+                bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+                held += UInt64(bytes.count)
             }
-            bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-            held += UInt64(bytes.count)
             completion(.success(held))
         }
     }

@@ -37,6 +37,9 @@ actor PeerChannel {
     private var incomingStreams: [UInt32: IncomingStream] = [:]
     private var offers: [UInt32: ResourceOffer] = [:]
     private var receiving: [UInt32: IncomingFile] = [:]
+    /// File bytes that arrived during this `process` pass, per resource: each file's writer
+    /// gets them in one job with one completion (`flushFileBytes`), not one per record.
+    private var unwritten: [UInt32: [ArraySlice<UInt8>]] = [:]
 
     /// Why the receiver refused or stopped one of our outgoing resources (RESOURCE_ERROR).
     private var refusals: [UInt32: ResourceError] = [:]
@@ -206,6 +209,7 @@ actor PeerChannel {
         links.removeAll()
         for s in incomingStreams.values { s.buffer.finish(.notConnected(peer)) }
         incomingStreams.removeAll()
+        flushFileBytes()  // what arrived is kept for a resume
         for (_, f) in receiving {
             f.writer.close()
             session.emit(.resourceFinished(progress(f), path: nil, error: "peer disconnected (\(reason)); the partial file is kept to resume"))
@@ -246,6 +250,7 @@ actor PeerChannel {
             }
         }
         flushBatch()
+        flushFileBytes()
         reportCarriers()
         wakeAll()
     }
@@ -282,6 +287,7 @@ actor PeerChannel {
             }
             upgrade.bulkActivity(now: Clock.now())
         case let .streamClosed(id, status):
+            flushFileBytes()  // a file's last bytes go to its writer before its end
             if let s = incomingStreams.removeValue(forKey: id) {
                 s.buffer.finish(status == .finished ? nil : .resourceFailed("stream cancelled by the sender"))
             } else if receiving[id] != nil {
@@ -560,8 +566,8 @@ actor PeerChannel {
         ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.received, total: f.offer.size, resumedFrom: f.resumedFrom)
     }
 
-    /// Hands received bytes to the file's writer; credit goes back once they are written, so a
-    /// slow disk slows the sender.
+    /// Takes received bytes of a file for its writer (handed over at the end of the pass);
+    /// credit goes back once they are written, so a slow disk slows the sender.
     private func writeResource(_ id: UInt32, _ bytes: ArraySlice<UInt8>) {
         guard var f = receiving[id] else { return }
         guard f.received + f.queued + UInt64(bytes.count) <= f.offer.size else {
@@ -570,12 +576,23 @@ actor PeerChannel {
         }
         f.queued += UInt64(bytes.count)
         receiving[id] = f
-        let count = bytes.count
-        let hold = IncomingFileWriter.Hooks.holdCompletion()
-        f.writer.write(bytes) { [weak self] result in
-            Task {
-                if hold > 0 { try? await Task.sleep(nanoseconds: hold) }
-                await self?.written(id, count, result)
+        unwritten[id, default: []].append(bytes)
+    }
+
+    /// Hands each file's bytes of this pass to its writer, in order.
+    private func flushFileBytes() {
+        guard !unwritten.isEmpty else { return }
+        let batches = unwritten
+        unwritten.removeAll()
+        for (id, parts) in batches {
+            guard let f = receiving[id] else { continue }
+            let count = parts.reduce(0) { $0 + $1.count }
+            let hold = IncomingFileWriter.Hooks.holdCompletion()
+            f.writer.write(parts) { [weak self] result in
+                Task {
+                    if hold > 0 { try? await Task.sleep(nanoseconds: hold) }
+                    await self?.written(id, count, result)
+                }
             }
         }
     }
@@ -609,6 +626,7 @@ actor PeerChannel {
     }
 
     private func failResource(_ id: UInt32, _ why: String, telling reason: ResourceError? = nil) {
+        flushFileBytes()  // what arrived before the failure is kept for a resume
         guard let f = receiving.removeValue(forKey: id) else { return }
         f.writer.close()
         if let reason { core.refuseResource(id, error: reason, now: Clock.now()) } else { core.close(stream: id, cancel: true, now: Clock.now()) }
