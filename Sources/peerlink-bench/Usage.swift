@@ -9,9 +9,10 @@ let usage = """
     usage: peerlink-bench [MODE] [ARGUMENTS]   (release build; both ends run in this process)
 
       peerlink-bench [MEGABYTES]             loopback TCP (default 64 MiB per transfer): raw socket and
-                                             iperf3 baselines; reliable 64 KiB messages, file transfer,
-                                             100 B messages, connect + Noise XX; CPU per GiB; message
-                                             round trips; then one JSON line
+                                             iperf3 baselines; reliable 64 KiB messages and file transfer
+                                             (3 rounds each, raw TCP run beside every round, median
+                                             ratio), 100 B messages, connect + Noise XX; CPU per GiB;
+                                             message round trips; then one JSON line
       peerlink-bench rtt [COUNT]             message round trip (64 B, 1 KiB) vs raw TCP ping-pong, p50/p99
       peerlink-bench cpu [MEGABYTES]         CPU seconds per GiB, both ends, vs iperf3 and raw TCP
       peerlink-bench connect-delay [ONE-WAY-MS [RUNS]]

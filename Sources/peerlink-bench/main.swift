@@ -272,17 +272,20 @@ if arguments.first == "resource" {
     exit(0)
 }
 print("PeerLink loopback benchmark, \(megabytes) MiB per transfer, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-let rawRun = try await measured { _ = try await rawTCP(bytes: totalBytes) }
-let raw = mbps(totalBytes, rawRun.seconds)
-print(String(format: "baseline  raw TCP socket          %9.1f MB/s", raw))
+// Raw TCP beside every PeerLink run (PairedRatio): the host's loopback speed drifts.
+let rounds = 3
+let msgPair = try await PairedRatio.measure(rounds: rounds, bytes: totalBytes / 65536 * 65536) {
+    try await sessionMessages(count: totalBytes / 65536, size: 65536)
+}
+let raw = msgPair.raw.sorted()[msgPair.raw.count / 2]
+print(String(format: "baseline  raw TCP socket          %9.1f MB/s   (median of %d runs beside the PeerLink runs)", raw, msgPair.raw.count))
 let ip = IPerf3.run()
 if let ip { print(String(format: "baseline  iperf3 (3 s)            %9.1f MB/s   (raw/iperf3 = %.2f)", ip.mbps, raw / ip.mbps)) }
-let msgRun = try await sessionMessages(count: totalBytes / 65536, size: 65536)
-let msg = mbps(totalBytes / 65536 * 65536, msgRun.seconds)
-print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s   ratio to raw %.3f", msg, msg / raw))
-let resRun = try await sessionResource(bytes: totalBytes)
-let res = mbps(totalBytes, resRun.seconds)
-print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s   ratio to raw %.3f", res, res / raw))
+let msg = msgPair.medianMBps
+print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s   ", msg) + msgPair.text)
+let resPair = try await PairedRatio.measure(rounds: rounds, bytes: totalBytes) { try await sessionResource(bytes: totalBytes) }
+let res = resPair.medianMBps
+print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s   ", res) + resPair.text)
 let small = 50_000
 let rawRate = try await rawSmallMessages(count: small, size: 100)
 let plRate = Double(small) / (try await sessionMessages(count: small, size: 100).seconds)
@@ -292,7 +295,7 @@ let hs = try await handshakes(n: 50)
 print(String(format: "connect   raw TCP                  %9.3f ms", hs.raw * 1000))
 print(String(format: "connect   TCP + Noise XX + hello   %9.3f ms   ratio to raw %.1f", hs.noise * 1000, hs.noise / hs.raw))
 // CPU per GiB from the transfers above (both ends in this process), beside iperf3's.
-let cpuRaw = rawRun.cpuPerGiB(totalBytes), cpuMsg = msgRun.cpuPerGiB(totalBytes / 65536 * 65536), cpuRes = resRun.cpuPerGiB(totalBytes)
+let cpuRaw = msgPair.rawCPUPerGiB, cpuMsg = msgPair.cpuPerGiB, cpuRes = resPair.cpuPerGiB
 func cpuRatio(_ v: Double) -> String { ip.map { String(format: "   %.2f x iperf3", v / $0.cpuPerGiB) } ?? "" }
 if let ip { print(String(format: "cpu       iperf3, both processes   %9.3f s/GiB", ip.cpuPerGiB)) }
 print(String(format: "cpu       raw TCP socket           %9.3f s/GiB", cpuRaw) + cpuRatio(cpuRaw))
@@ -302,8 +305,9 @@ let rtt = try await RoundTripBench.measure(count: 2000)
 for r in rtt { print(r.line) }
 var summary: [String: Any] = [
     "bench": "loopback", "megabytes": megabytes, "cores": ProcessInfo.processInfo.activeProcessorCount,
-    "raw_mbps": rounded(raw), "messages_64k_mbps": rounded(msg), "messages_64k_ratio": rounded(msg / raw, 3),
-    "resource_mbps": rounded(res), "resource_ratio": rounded(res / raw, 3),
+    "raw_mbps": rounded(raw), "messages_64k_mbps": rounded(msg), "messages_64k_ratio": rounded(msgPair.median, 3),
+    "resource_mbps": rounded(res), "resource_ratio": rounded(resPair.median, 3),
+    "messages_64k_rounds": msgPair.json, "resource_rounds": resPair.json,
     "raw_small_msgs_per_s": rounded(rawRate, 0), "small_msgs_per_s": rounded(plRate, 0), "small_ratio": rounded(plRate / rawRate, 3),
     "connect_raw_ms": rounded(hs.raw * 1000, 3), "connect_noise_ms": rounded(hs.noise * 1000, 3),
     "cpu_s_per_gib": ["raw": rounded(cpuRaw, 3), "messages_64k": rounded(cpuMsg, 3), "resource": rounded(cpuRes, 3)],
