@@ -149,6 +149,7 @@ final class SessionStreamTests: XCTestCase {
         c.maxStreamWindow = 4096
         let p = SessionPair(a: c, b: c)
         p.up(1)
+        p.b.fastLinksOnly = true  // the edge says so for TCP or Wi-Fi links
         let id = try p.a.openStream(name: "s", now: 0)
         p.settle()
         XCTAssertEqual(p.b.window(of: id), 1024)
@@ -184,6 +185,7 @@ final class SessionStreamTests: XCTestCase {
         c.maxStreamWindow = 4096
         let p = SessionPair(a: c, b: c)
         p.up(1)
+        p.b.fastLinksOnly = true
         let id = try p.a.openStream(name: "s", now: 0)
         p.settle()
         var now: UInt64 = 0
@@ -196,6 +198,32 @@ final class SessionStreamTests: XCTestCase {
             XCTAssertEqual(p.b.window(of: id), 1024)
             XCTAssertEqual(p.a.credit(of: id), 1024)
         }
+    }
+
+    /// On slow links (Bluetooth: neither flag set) the window stays as granted at open, however
+    /// quickly the reader consumes.
+    func testTheWindowDoesNotGrowWithoutAFastCarrier() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1024
+        c.maxStreamWindow = 4096
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        let id = try p.a.openStream(name: "s", now: 0)
+        p.settle()
+        for _ in 0..<3 {
+            try p.a.write([UInt8](repeating: 7, count: p.a.credit(of: id) ?? 0), to: id, now: 0)
+            p.settle()
+            p.b.consumed(1024, of: id, now: 0)
+            p.settle()
+            XCTAssertEqual(p.b.window(of: id), 1024)
+            XCTAssertEqual(p.a.credit(of: id), 1024)
+        }
+        p.b.fastBulkCarrier = true  // a Wi-Fi Direct group took bulk
+        try p.a.write([UInt8](repeating: 7, count: 1024), to: id, now: 0)
+        p.settle()
+        p.b.consumed(1024, of: id, now: 0)
+        p.settle()
+        XCTAssertEqual(p.b.window(of: id), 2048)
     }
 
     func testLongStreamWithFlowControl() throws {

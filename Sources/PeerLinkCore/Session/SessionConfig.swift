@@ -30,8 +30,8 @@ public struct SessionConfig: Sendable, Equatable {
     /// Credit granted per stream at open, and refilled as the application consumes.
     public var streamWindow: UInt32 = 256 * 1024
     /// Largest credit window a stream's window grows to while the reader keeps up with it
-    /// (`SessionCore.consumed`): with 256 KiB and credit returned only once bytes are
-    /// written to disk, a file could not move faster than 256 KiB per two round trips.
+    /// on a fast link (`SessionCore.consumed`): with 256 KiB and credit returned only once
+    /// bytes are written to disk, a file could not move faster than 256 KiB per two round trips.
     public var maxStreamWindow = 4 * 1024 * 1024
     /// Acknowledge after this many reliable frames, or on the next tick, whichever is first…
     public var ackEvery = 16

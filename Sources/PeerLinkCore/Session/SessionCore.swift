@@ -361,13 +361,16 @@ public struct SessionCore: Sendable {
     /// to the sender in batches of half the window. When half a window was consumed within
     /// two round trips of the previous grant, the window rather than the reader holds the
     /// stream back: it doubles, up to `maxStreamWindow`, and the grant includes the increase.
+    /// Only while bulk travels on a fast link (`fastLinksOnly` or `fastBulkCarrier`): on
+    /// Bluetooth the first window already holds more than the link has in flight, and a
+    /// round trip measured behind queued bulk would let the window grow for nothing.
     public mutating func consumed(_ count: Int, of stream: UInt32, now: UInt64) {
         guard var s = inbound[stream] else { return }
         s.consumedSinceGrant += count
         if s.consumedSinceGrant >= s.window / 2 {
             var grant = s.consumedSinceGrant
             let elapsed = now >= s.lastGrant ? now - s.lastGrant : 0
-            if s.window < config.maxStreamWindow, elapsed < growthBound(s.link) {
+            if fastLinksOnly || fastBulkCarrier, s.window < config.maxStreamWindow, elapsed < growthBound(s.link) {
                 let grown = min(s.window * 2, config.maxStreamWindow)
                 grant += grown - s.window
                 s.window = grown
