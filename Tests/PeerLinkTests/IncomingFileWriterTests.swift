@@ -7,7 +7,7 @@ final class IncomingFileWriterTests: XCTestCase {
     func answer(_ w: IncomingFileWriter, _ bytes: [UInt8]) -> Result<UInt64, IncomingFileWriter.Failure>? {
         let done = DispatchSemaphore(value: 0)
         let box = ResultBox()
-        w.write(bytes[...]) { box.set($0); done.signal() }
+        w.write([bytes[...]]) { box.set($0); done.signal() }
         guard done.wait(timeout: .now() + 10) == .success else { return nil }
         return box.get()
     }

@@ -71,11 +71,6 @@ final class IncomingFileWriter: @unchecked Sendable {
         }
     }
 
-    /// Appends `bytes`; `completion` gets the bytes held afterwards, or why writing stopped.
-    func write(_ bytes: ArraySlice<UInt8>, completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
-        write([bytes], completion: completion)
-    }
-
     /// Appends `parts` in order, in one job with one answer: the bytes held afterwards, or why
     /// writing stopped. Every call gets an answer: after a failure (a write, reading a resumed
     /// prefix back, or `close`) the bytes are dropped and the failure is the answer, so that

@@ -732,7 +732,9 @@ actor PeerChannel {
 extension PeerChannel {
     /// The channel's state in one line, for diagnosing a transfer that does not progress.
     func debugState() -> String {
-        let inbound = receiving.map { "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size)" }
+        let inbound = receiving.map {
+            "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size) window \(core.window(of: $0.key) ?? 0)"
+        }
         return "peer \(peer.short) ended=\(ended) links=\(links.keys.sorted()) waiters=\(waiters.count) "
             + "accepted=\(accepted) results=\(results) refused=\(refused) offers=\(offers.keys.sorted()) receiving=\(inbound) "
             + "unacked=\(core.unacknowledgedBytes) bulkBacklog=\(core.bulkBacklogBytes) ackPaused=\(core.acknowledgementsPaused) "
