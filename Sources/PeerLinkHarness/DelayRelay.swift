@@ -117,7 +117,9 @@ public final class DelayRelay: @unchecked Sendable {
             guard n > 0, p.revents != 0 else { continue }
             let r = read(src, &buffer, buffer.count)
             if r > 0 {
-                queue.push(Array(buffer[0..<r]), at: Self.nowMs())
+                // Stamped with the next whole millisecond: bytes read at 10.9 ms are due at
+                // 11 + delay, never before `delay` has fully passed (the clock floors).
+                queue.push(Array(buffer[0..<r]), at: Self.nowMs(roundingUp: true))
             } else if r == 0 {
                 eof = true
             } else if errno != EINTR && errno != EAGAIN {
@@ -141,10 +143,11 @@ public final class DelayRelay: @unchecked Sendable {
         return true
     }
 
-    private static func nowMs() -> Int {
+    /// Monotonic milliseconds, floored (or rounded up).
+    private static func nowMs(roundingUp: Bool = false) -> Int {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
-        return ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+        return ts.tv_sec * 1000 + (ts.tv_nsec + (roundingUp ? 999_999 : 0)) / 1_000_000
     }
 
     private static func address(_ host: String, _ port: UInt16) throws -> sockaddr_in {
