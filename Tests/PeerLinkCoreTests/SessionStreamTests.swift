@@ -140,61 +140,54 @@ final class SessionStreamTests: XCTestCase {
         XCTAssertEqual(streamBytes(p.eventsB, id).count, 1624)
     }
 
-    /// Half a window consumed within two round trips of the previous grant: the window held
-    /// the writer back, so it doubles (the grant carries the increase) up to
-    /// `maxStreamWindow`; a reader slower than that stops the growth.
-    func testWindowGrowsWhileTheReaderKeepsUp() throws {
+    /// A stream from a to b with a 1024-byte first window that may grow to 4096; `fast` sets
+    /// the flag the edge sets for TCP or Wi-Fi links.
+    func windowedStream(fast: Bool) throws -> (SessionPair, UInt32) {
         var c = SessionConfig()
         c.streamWindow = 1024
         c.maxStreamWindow = 4096
         let p = SessionPair(a: c, b: c)
         p.up(1)
-        p.b.fastLinksOnly = true  // the edge says so for TCP or Wi-Fi links
+        p.b.fastLinksOnly = fast
         let id = try p.a.openStream(name: "s", now: 0)
         p.settle()
+        return (p, id)
+    }
+
+    /// The writer sends all its credit; the reader consumes `count` bytes at `now`.
+    func sendCreditAndConsume(_ p: SessionPair, _ id: UInt32, _ count: Int, now: UInt64) throws {
+        try p.a.write([UInt8](repeating: 7, count: p.a.credit(of: id) ?? 0), to: id, now: now)
+        p.settle()
+        p.b.consumed(count, of: id, now: now)
+        p.settle()
+    }
+
+    /// Half a window consumed within two round trips of the previous grant: the window held
+    /// the writer back, so it doubles (the grant carries the increase) up to `maxStreamWindow`.
+    func testWindowGrowsWhileTheReaderKeepsUp() throws {
+        let (p, id) = try windowedStream(fast: true)
         XCTAssertEqual(p.b.window(of: id), 1024)
-        let now: UInt64 = 0
-        var received = 0
-        /// Writes all the credit there is, lets it arrive, and consumes it at `now`.
-        func round() throws {
-            let credit = p.a.credit(of: id) ?? 0
-            try p.a.write([UInt8](repeating: 7, count: credit), to: id, now: now)
-            p.settle()
-            let got = streamBytes(p.eventsB, id).count
-            p.b.consumed(got - received, of: id, now: now)
-            received = got
-            p.settle()
-        }
         // Consumed at once (well within the 2 ms bound): 1024 → 2048 → 4096, then capped.
-        try round()
+        try sendCreditAndConsume(p, id, 1024, now: 0)
         XCTAssertEqual(p.b.window(of: id), 2048)
         XCTAssertEqual(p.a.credit(of: id), 1024 + 1024)
-        try round()
+        try sendCreditAndConsume(p, id, 2048, now: 0)
         XCTAssertEqual(p.b.window(of: id), 4096)
         XCTAssertEqual(p.a.credit(of: id), 2048 + 2048)
-        try round()
+        try sendCreditAndConsume(p, id, 4096, now: 0)
         XCTAssertEqual(p.b.window(of: id), 4096, "never past maxStreamWindow")
         XCTAssertEqual(p.a.credit(of: id), 4096)
         XCTAssertTrue(SessionPair.violations(p.eventsA + p.eventsB).isEmpty, "the grown credit is honoured")
-        XCTAssertEqual(received, 1024 + 2048 + 4096)
+        XCTAssertEqual(streamBytes(p.eventsB, id).count, 1024 + 2048 + 4096)
     }
 
+    /// A reader slower than two round trips per half window keeps the first window.
     func testASlowReaderKeepsTheFirstWindow() throws {
-        var c = SessionConfig()
-        c.streamWindow = 1024
-        c.maxStreamWindow = 4096
-        let p = SessionPair(a: c, b: c)
-        p.up(1)
-        p.b.fastLinksOnly = true
-        let id = try p.a.openStream(name: "s", now: 0)
-        p.settle()
+        let (p, id) = try windowedStream(fast: true)
         var now: UInt64 = 0
         for _ in 0..<4 {
-            try p.a.write([UInt8](repeating: 7, count: p.a.credit(of: id) ?? 0), to: id, now: now)
-            p.settle()
             now += 50  // every half window takes 50 ms: far more than two round trips here
-            p.b.consumed(1024, of: id, now: now)
-            p.settle()
+            try sendCreditAndConsume(p, id, 1024, now: now)
             XCTAssertEqual(p.b.window(of: id), 1024)
             XCTAssertEqual(p.a.credit(of: id), 1024)
         }
@@ -203,26 +196,14 @@ final class SessionStreamTests: XCTestCase {
     /// On slow links (Bluetooth: neither flag set) the window stays as granted at open, however
     /// quickly the reader consumes.
     func testTheWindowDoesNotGrowWithoutAFastCarrier() throws {
-        var c = SessionConfig()
-        c.streamWindow = 1024
-        c.maxStreamWindow = 4096
-        let p = SessionPair(a: c, b: c)
-        p.up(1)
-        let id = try p.a.openStream(name: "s", now: 0)
-        p.settle()
+        let (p, id) = try windowedStream(fast: false)
         for _ in 0..<3 {
-            try p.a.write([UInt8](repeating: 7, count: p.a.credit(of: id) ?? 0), to: id, now: 0)
-            p.settle()
-            p.b.consumed(1024, of: id, now: 0)
-            p.settle()
+            try sendCreditAndConsume(p, id, 1024, now: 0)
             XCTAssertEqual(p.b.window(of: id), 1024)
             XCTAssertEqual(p.a.credit(of: id), 1024)
         }
         p.b.fastBulkCarrier = true  // a Wi-Fi Direct group took bulk
-        try p.a.write([UInt8](repeating: 7, count: 1024), to: id, now: 0)
-        p.settle()
-        p.b.consumed(1024, of: id, now: 0)
-        p.settle()
+        try sendCreditAndConsume(p, id, 1024, now: 0)
         XCTAssertEqual(p.b.window(of: id), 2048)
     }
 
