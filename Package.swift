@@ -66,7 +66,7 @@ let package = Package(
         // same run (PeerLinkHarness for its delaying relay).
         .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkHarness", "CPeerLinkSys"]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
-        .target(name: "PeerLinkHarness", dependencies: ["PeerLink"]),
+        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "CPeerLinkSys"]),
         .executableTarget(
             name: "peerlink-harness",
             dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -1,4 +1,7 @@
+#define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
+#include <time.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -64,4 +67,12 @@ int peerlink_epoll_wait(int epfd, uint32_t *events, uint64_t *tokens, int max, i
 
 int peerlink_heap_thresholds(int trim_bytes, int mmap_bytes) {
     return mallopt(M_MMAP_THRESHOLD, mmap_bytes) == 1 && mallopt(M_TRIM_THRESHOLD, trim_bytes) == 1;
+}
+
+int peerlink_poll_one_us(int fd, short events, short *revents, int64_t timeout_us) {
+    struct pollfd p = { .fd = fd, .events = events, .revents = 0 };
+    struct timespec limit = { .tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000 };
+    int n = ppoll(&p, 1, timeout_us < 0 ? NULL : &limit, NULL);
+    *revents = p.revents;
+    return n;
 }

@@ -1,7 +1,7 @@
 /// The sans-I/O heart of the labs' shaping relay: bytes that arrived at some time leave after
 /// the link's serialisation at `bytesPerSecond` (0 = unlimited) plus `delay`, in order, and at
 /// most `limit` bytes wait at once (a full queue stops reading, so TCP's flow control still
-/// reaches the sender). Times are milliseconds on any monotonic clock.
+/// reaches the sender). Times and the delay are microseconds on any monotonic clock.
 struct DelayQueue {
     let delay: Int
     let bytesPerSecond: Int
@@ -9,7 +9,7 @@ struct DelayQueue {
     private var chunks: [(due: Int, bytes: [UInt8])] = []
     private var head = 0
     private(set) var queued = 0
-    /// When the emulated link finishes sending what it has (ms, fractional).
+    /// When the emulated link finishes sending what it has (µs, fractional).
     private var busyUntil = 0.0
 
     /// `limit` defaults to 4 MiB unlimited, else a quarter of a second at the rate (at least
@@ -31,7 +31,7 @@ struct DelayQueue {
         guard !bytes.isEmpty else { return }
         var sent = Double(now)
         if bytesPerSecond > 0 {
-            busyUntil = max(busyUntil, Double(now)) + Double(bytes.count) * 1000 / Double(bytesPerSecond)
+            busyUntil = max(busyUntil, Double(now)) + Double(bytes.count) * 1_000_000 / Double(bytesPerSecond)
             sent = busyUntil
         }
         chunks.append((Int(sent.rounded(.up)) + delay, bytes))

@@ -1,3 +1,4 @@
+import CPeerLinkSys
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -96,30 +97,31 @@ public final class DelayRelay: @unchecked Sendable {
     /// Moves bytes one way, each once the emulated link has sent it and `delay` ms later. EOF is passed on once everything
     /// before it has left; an error (reset) closes both ends, as a real path would.
     private func pump(from src: Int32, to dst: Int32, ends: Ends) {
-        var queue = DelayQueue(delay: delay, bytesPerSecond: bytesPerSecond)
+        var queue = DelayQueue(delay: delay * 1000, bytesPerSecond: bytesPerSecond)
         var buffer = [UInt8](repeating: 0, count: queue.readSize)
         var eof = false
         while true {
-            let now = Self.nowMs()
-            let due = queue.pop(at: now)
+            let due = queue.pop(at: Self.nowMicroseconds())
             if !due.isEmpty, !Self.writeAll(dst, due) { ends.closeBoth(self); return }
             if eof, queue.isEmpty {
                 shutdown(dst, Int32(SHUT_WR))
                 ends.finishedOneWay(self)
                 return
             }
-            var timeout: Int32 = -1
-            if let next = queue.nextDue { timeout = Int32(max(0, next - Self.nowMs())) }
-            var p = pollfd(fd: src, events: (eof || !queue.hasRoom) ? 0 : Int16(POLLIN), revents: 0)
-            if p.events == 0 && timeout < 0 { timeout = 100 }
-            let n = poll(&p, 1, timeout)
+            // Waits to the microsecond: a millisecond poll timeout added up to a millisecond
+            // per leg, which showed in the connect-delay figures.
+            var wait = queue.nextDue.map { max(0, $0 - Self.nowMicroseconds()) } ?? -1
+            let events: Int16 = (eof || !queue.hasRoom) ? 0 : Int16(POLLIN)
+            if events == 0 && wait < 0 { wait = 100_000 }
+            var revents: Int16 = 0
+            let n = peerlink_poll_one_us(src, events, &revents, Int64(wait))
             if n < 0 { if errno == EINTR { continue }; ends.closeBoth(self); return }
-            guard n > 0, p.revents != 0 else { continue }
+            guard n > 0, revents != 0 else { continue }
             let r = read(src, &buffer, buffer.count)
             if r > 0 {
-                // Stamped with the next whole millisecond: bytes read at 10.9 ms are due at
-                // 11 + delay, never before `delay` has fully passed (the clock floors).
-                queue.push(Array(buffer[0..<r]), at: Self.nowMs(roundingUp: true))
+                // Stamped with the next whole microsecond, so nothing leaves before `delay`
+                // has fully passed (the clock floors).
+                queue.push(Array(buffer[0..<r]), at: Self.nowMicroseconds(roundingUp: true))
             } else if r == 0 {
                 eof = true
             } else if errno != EINTR && errno != EAGAIN {
@@ -143,11 +145,11 @@ public final class DelayRelay: @unchecked Sendable {
         return true
     }
 
-    /// Monotonic milliseconds, floored (or rounded up).
-    private static func nowMs(roundingUp: Bool = false) -> Int {
+    /// Monotonic microseconds, floored (or rounded up).
+    private static func nowMicroseconds(roundingUp: Bool = false) -> Int {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
-        return ts.tv_sec * 1000 + (ts.tv_nsec + (roundingUp ? 999_999 : 0)) / 1_000_000
+        return ts.tv_sec * 1_000_000 + (ts.tv_nsec + (roundingUp ? 999 : 0)) / 1000
     }
 
     private static func address(_ host: String, _ port: UInt16) throws -> sockaddr_in {

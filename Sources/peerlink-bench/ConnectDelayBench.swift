@@ -17,10 +17,12 @@ enum ConnectDelayBench {
           delays every byte ONE-WAY-MS (default 20) each way (RTT = 2 x ONE-WAY-MS); RUNS (default
           10) dials of each kind, median and min printed in ms and in RTTs:
             raw TCP + one message            TCP connect, one length-prefixed message
+            raw TCP, 3 legs (XX's shape)     TCP connect, three messages back and forth
             link: TCP + Noise XX + hello     SecureLink handshake, then one frame
             session: + invitation            Node.invite (link + invite + answer), one message
           The relay does not delay TCP's handshake, so a real path adds 1 RTT to each; the
-          "real path" column adds it (issue 16's target: link <= 2.5 RTT). Prints a JSON line.
+          "real path" column adds it (issue 16's target: link <= 2.5 RTT). The link's time less
+          the raw three legs' is PeerLink's own handshake work. Prints a JSON line.
         """
 
     /// One kind of dial's times, milliseconds.
@@ -39,6 +41,7 @@ enum ConnectDelayBench {
         print("PeerLink connect to first application byte through a delaying relay on loopback: \(delay) ms each way (RTT \(Int(rtt)) ms), \(runs) runs")
         let rows = [
             Row(name: "raw TCP + one message", samples: try await repeated(runs) { try await rawDial(delay: delay) }),
+            Row(name: "raw TCP, 3 legs (XX's shape)", samples: try await repeated(runs) { try await rawDial(delay: delay, legs: 3) }),
             Row(name: "link: TCP + Noise XX + hello", samples: try await repeated(runs) { try await linkDial(delay: delay) }),
             Row(name: "session: + invitation", samples: try await repeated(runs) { try await sessionDial(delay: delay) }),
         ]
@@ -47,7 +50,15 @@ enum ConnectDelayBench {
             print("connect   \(label)" + String(format: "median %7.1f ms = %.2f RTT  (min %.1f ms)   real path ≈ %.2f RTT",
                                                   r.median, r.median / rtt, r.min, r.median / rtt + 1))
         }
+        // The link's floor is three one-way legs (XX's three messages, the hello riding the
+        // third); the raw three-leg row pays the same relay and loopback costs, so the
+        // difference is PeerLink's own work.
+        let floorExcess = rows[2].median - 3 * Double(delay)
+        let processing = rows[2].median - rows[1].median
+        print(String(format: "connect   link above its floor of 3 legs (1.5 RTT): +%.1f ms, of which %.1f ms = %.3f RTT is PeerLink's own (link − raw 3 legs); the rest is the relay's",
+                     floorExcess, processing, processing / rtt))
         printJSON(["bench": "connect-delay", "one_way_ms": delay, "rtt_ms": rtt, "runs": runs, "relay": "loopback",
+                   "link_processing_ms": rounded(processing, 3),
                    "rows": rows.map { ["name": $0.name, "median_ms": rounded($0.median, 2), "min_ms": rounded($0.min, 2),
                                        "median_rtt": rounded($0.median / rtt, 3), "real_path_rtt": rounded($0.median / rtt + 1, 3)] }])
     }
@@ -69,11 +80,20 @@ enum ConnectDelayBench {
 
     private static func milliseconds(since start: UInt64, _ end: UInt64) -> Double { Double(end - start) / 1e6 }
 
-    /// Raw TCP: connect, one length-prefixed message; the listener notes when it arrives.
-    private static func rawDial(delay: Int) async throws -> Double {
+    /// Raw TCP: connect, then `legs` (odd) length-prefixed messages back and forth, each sent
+    /// when the one before arrived; the listener notes when the last arrives. Three legs have
+    /// the shape of Noise XX with the hello on its third message, without the cryptography.
+    private static func rawDial(delay: Int, legs: Int = 1) async throws -> Double {
         let arrived = Arrival()
         let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
-            Task { arrived.set(success: (try? await conn.receive()) != nil); conn.close() }
+            Task {
+                for _ in 0..<(legs / 2) {
+                    guard (try? await conn.receive()) != nil else { arrived.set(success: false); return }
+                    conn.enqueue([2])
+                }
+                arrived.set(success: (try? await conn.receive()) != nil)
+                conn.close()
+            }
         }
         defer { listener.close() }
         let relay = try relay(to: listener.port, delay: delay)
@@ -81,6 +101,10 @@ enum ConnectDelayBench {
         let start = DispatchTime.now().uptimeNanoseconds
         let conn = try await TCPTransport().connect(to: endpoint(relay.port), timeout: 5)
         conn.enqueue([1])
+        for _ in 0..<(legs / 2) {
+            guard try await conn.receive() != nil else { throw TransportError.closed }
+            conn.enqueue([1])
+        }
         let end = await arrived.wait()
         conn.close()
         guard let end else { throw TransportError.closed }

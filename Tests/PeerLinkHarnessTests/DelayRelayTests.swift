@@ -5,27 +5,30 @@ import PeerLink
 
 /// The IP lab's delay: the queue's rules, and a real relay on loopback.
 final class DelayRelayTests: XCTestCase {
+    // The queue counts microseconds; `ms` keeps these cases readable.
+    private func ms(_ v: Int) -> Int { v * 1000 }
+
     func testQueueReleasesInOrderOnlyWhenDue() {
-        var q = DelayQueue(delay: 15, limit: 10)
-        q.push([1, 2], at: 100)
-        q.push([3], at: 105)
-        XCTAssertEqual(q.nextDue, 115)
-        XCTAssertEqual(q.pop(at: 114), [], "nothing leaves before its delay")
-        XCTAssertEqual(q.pop(at: 115), [1, 2])
-        XCTAssertEqual(q.nextDue, 120)
-        XCTAssertEqual(q.pop(at: 500), [3])
+        var q = DelayQueue(delay: ms(15), limit: 10)
+        q.push([1, 2], at: ms(100))
+        q.push([3], at: ms(105))
+        XCTAssertEqual(q.nextDue, ms(115))
+        XCTAssertEqual(q.pop(at: ms(115) - 1), [], "nothing leaves before its delay, not even a microsecond")
+        XCTAssertEqual(q.pop(at: ms(115)), [1, 2])
+        XCTAssertEqual(q.nextDue, ms(120))
+        XCTAssertEqual(q.pop(at: ms(500)), [3])
         XCTAssertTrue(q.isEmpty)
         XCTAssertNil(q.nextDue)
     }
 
     func testQueueStopsReadingWhenFull() {
-        var q = DelayQueue(delay: 1, limit: 4)
+        var q = DelayQueue(delay: ms(1), limit: 4)
         XCTAssertTrue(q.hasRoom)
         q.push([1, 2, 3], at: 0)
         XCTAssertTrue(q.hasRoom)
         q.push([4, 5], at: 0)
         XCTAssertFalse(q.hasRoom, "a full queue stops the reader, so TCP's flow control reaches the sender")
-        _ = q.pop(at: 1)
+        _ = q.pop(at: ms(1))
         XCTAssertTrue(q.hasRoom)
         XCTAssertEqual(q.queued, 0)
     }
@@ -34,25 +37,25 @@ final class DelayRelayTests: XCTestCase {
         var q = DelayQueue(delay: 0)
         var out: [UInt8] = []
         for i in 0..<1000 {
-            q.push([UInt8(i % 256)], at: i)
-            if i % 7 == 0 { out += q.pop(at: i) }
+            q.push([UInt8(i % 256)], at: ms(i))
+            if i % 7 == 0 { out += q.pop(at: ms(i)) }
         }
-        out += q.pop(at: 10_000)
+        out += q.pop(at: ms(10_000))
         XCTAssertEqual(out, (0..<1000).map { UInt8($0 % 256) })
     }
 
     func testQueueSerialisesAtItsRate() {
         // 10 kB/s: 1000 bytes take 100 ms on the wire, then 5 ms of delay.
-        var q = DelayQueue(delay: 5, bytesPerSecond: 10_000)
+        var q = DelayQueue(delay: ms(5), bytesPerSecond: 10_000)
         q.push([UInt8](repeating: 1, count: 1000), at: 0)
         q.push([UInt8](repeating: 2, count: 1000), at: 0)      // waits for the first
-        q.push([UInt8](repeating: 3, count: 500), at: 1000)    // the link was idle by then
-        XCTAssertEqual(q.nextDue, 105)
-        XCTAssertEqual(q.pop(at: 104).count, 0)
-        XCTAssertEqual(q.pop(at: 105).count, 1000)
-        XCTAssertEqual(q.nextDue, 205)
-        XCTAssertEqual(q.pop(at: 999).count, 1000)
-        XCTAssertEqual(q.nextDue, 1055)
+        q.push([UInt8](repeating: 3, count: 500), at: ms(1000))  // the link was idle by then
+        XCTAssertEqual(q.nextDue, ms(105))
+        XCTAssertEqual(q.pop(at: ms(105) - 1).count, 0)
+        XCTAssertEqual(q.pop(at: ms(105)).count, 1000)
+        XCTAssertEqual(q.nextDue, ms(205))
+        XCTAssertEqual(q.pop(at: ms(999)).count, 1000)
+        XCTAssertEqual(q.nextDue, ms(1055))
         XCTAssertEqual(q.limit, 16 << 10, "a quarter second at 10 kB/s is below the 16 KiB floor")
         XCTAssertEqual(DelayQueue(delay: 0, bytesPerSecond: 1_000_000).limit, 250_000, "a quarter second of buffer")
         XCTAssertEqual(DelayQueue(delay: 0, bytesPerSecond: 1_000_000).readSize, 10_000, "about 10 ms per read")

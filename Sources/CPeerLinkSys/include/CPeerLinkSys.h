@@ -28,4 +28,7 @@ int peerlink_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token
 int peerlink_epoll_wait(int epfd, uint32_t *events, uint64_t *tokens, int max, int timeout_ms);
 /* mallopt(M_MMAP_THRESHOLD, mmap_bytes) then mallopt(M_TRIM_THRESHOLD, trim_bytes): 1 when both took. */
 int peerlink_heap_thresholds(int trim_bytes, int mmap_bytes);
+/* poll of one descriptor with a timeout in microseconds (negative: none) by ppoll, which
+   Glibc's Swift module does not export: as poll returns, or -1 with errno. */
+int peerlink_poll_one_us(int fd, short events, short *revents, int64_t timeout_us);
 #endif
