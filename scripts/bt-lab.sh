@@ -97,7 +97,7 @@ fi
 mkdir -p "$RESULTS" || lab_fail results "cannot create $RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd -P)
 # a reused directory: drop what a previous run left, so nothing stale is read back
-rm -rf "$RESULTS/.lab" "$RESULTS"/btmon-*.btsnoop "$RESULTS"/{exit-code,failed-step,setup.log,btvirt.log,bluetoothd.log,btmon.log,btmon.btsnoop,dmesg.log,console.log,timings.txt,wpa_supplicant.log}
+rm -rf "$RESULTS/.lab" "$RESULTS"/btmon-*.btsnoop "$RESULTS"/{boot-retry.txt,exit-code,failed-step,setup.log,btvirt.log,bluetoothd.log,btmon.log,btmon.btsnoop,dmesg.log,console.log,timings.txt,wpa_supplicant.log}
 mkdir -p "$RESULTS/.lab"
 {
     echo "#!/bin/bash"
@@ -135,9 +135,20 @@ stamp() {
 }
 
 export PATH="$VENV/bin:$PATH"   # vng runs virtme-run from PATH
-timeout -k 15 "$HOST_TIMEOUT" vng --run "$KERNEL" "${ACCEL[@]}" --memory "$MEMORY" \
-    --rwdir="$RESULTS" --exec "$GUEST_CMD" </dev/null 2>&1 | stamp
-VM_RC=${PIPESTATUS[0]}
+boot_vm() {
+    timeout -k 15 "$HOST_TIMEOUT" vng --run "$KERNEL" "${ACCEL[@]}" --memory "$MEMORY" \
+        --rwdir="$RESULTS" --exec "$GUEST_CMD" </dev/null 2>&1 | stamp
+    VM_RC=${PIPESTATUS[0]}
+}
+boot_vm
+# A VM that ends in its first seconds without a word from QEMU or the kernel never ran any of
+# our code (seen once in CI: status 255 after 12 s, empty console). Boot once more, and say so;
+# anything that reached the guest, or a timeout, is reported as it is.
+if ((VM_RC != 0 && VM_RC != 124 && VM_RC != 137)) && [[ ! -s $RESULTS/.lab/stages && ! -s $RESULTS/console.log ]]; then
+    say "the VM exited with status $VM_RC after $(((${EPOCHREALTIME/./} - T_START) / 1000000)) s with no console output, before the guest started; booting once more"
+    echo "attempt 1: status $VM_RC, no console output" >"$RESULTS/boot-retry.txt"
+    boot_vm
+fi
 T_END=${EPOCHREALTIME/./}
 
 # ---- timings ------------------------------------------------------------------------------
