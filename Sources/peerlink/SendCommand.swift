@@ -9,7 +9,8 @@ struct SendCommand: AsyncParsableCommand {
         discussion: """
         Each file's SHA-256 is checked by the receiver before it appears under its final name. \
         If the link is lost, the transfer reconnects and resumes where it stopped (up to \
-        --retries times); running the same command again later also resumes.
+        --retries times); running the same command again later also resumes. With several files, \
+        each is hashed while the one before it travels, so its offer goes out at once.
         """)
 
     @OptionGroup var node: NodeOptions
@@ -46,18 +47,26 @@ struct SendCommand: AsyncParsableCommand {
         names.set(peer.peerID, peer.displayName)
         Task { for await e in d.session.events { printCommon(e, names: names, out: out, showMessages: false) } }
         var failures = 0
-        for file in files {
+        let session = d.session
+        for (index, file) in files.enumerated() {
             let name = (file as NSString).lastPathComponent
             let bar = ProgressBar(label: name)
+            let next = index + 1 < files.count ? files[index + 1] : nil
+            let preparing = FirstTime()
             var attempt = 0
             while true {
                 do {
-                    try await d.session.sendResource(at: file, to: peer.peerID) { p in
+                    try await session.sendResource(at: file, to: peer.peerID) { p in
+                        // Once this file is hashed and on its way, the next one is hashed
+                        // while it travels, so the next offer goes out at once.
+                        if p.stage == .transferring, let next, preparing.claim() {
+                            Task { try? await session.prepareToSend(fileAt: next) }
+                        }
                         if out.json { out.emit("", progressJSON(p)) } else { bar.update(p) }
                     }
                     let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? UInt64) ?? 0
-                    out.emit("sent '\(name)' (\(bytes(size ?? 0))) to \(peer.displayName); the receiver verified its SHA-256",
-                             ["event": "sent", "name": name, "peer": peer.peerID.description, "size": size ?? 0, "verified": true])
+                    out.emit("sent '\(name)' (\(bytes(size))) to \(peer.displayName); the receiver verified its SHA-256",
+                             ["event": "sent", "name": name, "peer": peer.peerID.description, "size": size, "verified": true])
                     break
                 } catch PeerLinkError.notConnected where attempt < retries {
                     attempt += 1
@@ -73,6 +82,13 @@ struct SendCommand: AsyncParsableCommand {
         await d.session.disconnect()
         if failures > 0 { throw ExitCode(1) }
     }
+}
+
+/// True the first time it is asked, from any thread; false after.
+final class FirstTime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var taken = false
+    func claim() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
 }
 
 /// Runs `body`, giving up (nil) after `seconds`.

@@ -87,6 +87,35 @@ final class ResourceLongWorkTests: XCTestCase {
         }
     }
 
+    /// `prepareToSend` hashes ahead; a send that starts while it still hashes waits for that
+    /// pass (and reports it as its own hashing) instead of reading the file a second time.
+    func testASendDuringPrepareToSendUsesTheSamePass() async throws {
+        let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
+                                        discovery: LoopbackDiscovery())
+        let dir = try makeDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let src = dir + "/ahead.bin"
+        let content = Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try content.write(to: URL(fileURLWithPath: src))
+        LossLog.inboxPath = dir + "/inbox"
+        let before = FileDigest.Hooks.hashes
+        FileDigest.Hooks.holdHashing = true
+        defer { FileDigest.Hooks.holdHashing = false }
+        let prepared = Task { try await p.sb.prepareToSend(fileAt: src) }
+        try await Task.sleep(for: .milliseconds(100))
+        let stages = StageLog()
+        _ = try await losses(on: [p.sa]) {
+            let send = Task { try await p.sb.sendResource(at: src, to: p.a.peerID) { stages.add($0.stage) } }
+            try await Task.sleep(for: .milliseconds(100))
+            FileDigest.Hooks.holdHashing = false
+            try await prepared.value
+            try await send.value
+        }
+        XCTAssertEqual(FileDigest.Hooks.hashes - before, 1, "the send waited for the pass prepareToSend started")
+        XCTAssertTrue(stages.all.contains(.hashing), "the send reported the shared pass as its hashing")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/inbox/ahead.bin")), content)
+    }
+
     /// Many sends in a row, each of which must finish: the receiver's write completions come
     /// back through separate tasks and may run out of order, which once made it count bytes
     /// twice near the end ("the sender sent more than the announced 300000 bytes") and cancel

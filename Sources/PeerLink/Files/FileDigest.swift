@@ -4,21 +4,32 @@ import Foundation
 import Glibc
 #endif
 
-/// SHA-256 of files, read in chunks off the cooperative pool, with progress. A file's digest is
+/// SHA-256 of files, read in chunks on a thread of their own, with progress. A file's digest is
 /// computed once per content: it is remembered by device, inode, size and modification time,
-/// so a transfer that reconnects and resumes does not hash a multi-gigabyte file again.
+/// so a transfer that reconnects and resumes does not hash a multi-gigabyte file again, and
+/// callers that ask while the same file is being hashed (a send to several peers, a send that
+/// `Session.prepareToSend` started early) wait for that one pass instead of starting another.
 enum FileDigest {
     /// Bytes read per step.
     static let chunk = 4 << 20
 
     /// Size and digest of the file at `path`; `progress(done, total)` is called every few
-    /// chunks while hashing (not when the digest was known).
+    /// chunks while hashing, also when this caller joined a pass already under way (not when
+    /// the digest was known).
     static func sha256(ofFileAt path: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws -> (size: UInt64, digest: [UInt8]) {
         let id = try FileIdentity(path: path)
-        if let known = cache.digest(for: id) { return (id.size, known) }
-        let digest = try await BlockingCall.run("pl.digest") { try hash(path: path, size: id.size, progress: progress) }
-        cache.remember(digest, for: id)
-        return (id.size, digest)
+        switch cache.join(id, progress: progress) {
+        case let .known(digest):
+            return (id.size, digest)
+        case let .joined(job):
+            return (id.size, try await job.value())
+        case let .started(job):
+            BlockingCall.detach("pl.digest") {
+                let result = Result { try hash(path: path, size: id.size, progress: job.report) }
+                cache.finish(id, job, result)
+            }
+            return (id.size, try await job.value())
+        }
     }
 
     /// Hashes on the calling thread (a thread of its own). Fails if the file changed size.
@@ -100,19 +111,102 @@ struct FileIdentity: Hashable, Sendable {
 }
 
 /// Digests of files already hashed in this process, keyed by their identity (a changed file
-/// has a new size or modification time and is hashed again). Bounded.
+/// has a new size or modification time and is hashed again), and the passes under way. Bounded.
 final class DigestCache: @unchecked Sendable {
     private let lock = NSLock()
     private var digests: [FileIdentity: [UInt8]] = [:]
     private var order: [FileIdentity] = []
+    private var running: [FileIdentity: HashJob] = [:]
     static let capacity = 256
+
+    /// What a caller asking for a digest gets.
+    enum Joined {
+        /// Hashed before.
+        case known([UInt8])
+        /// Being hashed: wait for the job.
+        case joined(HashJob)
+        /// Not hashed yet: the caller runs the job, then `finish`es it.
+        case started(HashJob)
+    }
 
     func digest(for id: FileIdentity) -> [UInt8]? { lock.withLock { digests[id] } }
 
-    func remember(_ digest: [UInt8], for id: FileIdentity) {
+    /// The digest if known, else the pass to wait for (made if there is none); `progress`
+    /// observes that pass.
+    func join(_ id: FileIdentity, progress: (@Sendable (UInt64, UInt64) -> Void)?) -> Joined {
+        let joined: Joined = lock.withLock {
+            if let known = digests[id] { return .known(known) }
+            if let job = running[id] { return .joined(job) }
+            let job = HashJob()
+            running[id] = job
+            return .started(job)
+        }
+        switch joined {
+        case let .joined(job), let .started(job): if let progress { job.observe(progress) }
+        case .known: break
+        }
+        return joined
+    }
+
+    /// Ends a pass: a digest is remembered; every waiter gets the result.
+    func finish(_ id: FileIdentity, _ job: HashJob, _ result: Result<[UInt8], Error>) {
         lock.withLock {
-            if digests.updateValue(digest, forKey: id) == nil { order.append(id) }
-            if order.count > Self.capacity { digests[order.removeFirst()] = nil }
+            if running[id] === job { running[id] = nil }
+            if case let .success(digest) = result { rememberLocked(digest, for: id) }
+        }
+        job.complete(result)
+    }
+
+    private func rememberLocked(_ digest: [UInt8], for id: FileIdentity) {
+        if digests.updateValue(digest, forKey: id) == nil { order.append(id) }
+        if order.count > Self.capacity { digests[order.removeFirst()] = nil }
+    }
+}
+
+/// One hashing pass that several callers may wait on, each with its own progress callback.
+final class HashJob: @unchecked Sendable {
+    private let lock = NSLock()
+    private var observers: [@Sendable (UInt64, UInt64) -> Void] = []
+    private var latest: (done: UInt64, total: UInt64)?
+    private var result: Result<[UInt8], Error>?
+    private var waiters: [CheckedContinuation<[UInt8], Error>] = []
+
+    /// Adds a progress callback; one that joins late hears at once where the pass stands.
+    func observe(_ progress: @escaping @Sendable (UInt64, UInt64) -> Void) {
+        let now: (done: UInt64, total: UInt64)? = lock.withLock {
+            observers.append(progress)
+            return result == nil ? latest : nil
+        }
+        if let now { progress(now.done, now.total) }
+    }
+
+    /// Called by the hashing thread.
+    @Sendable func report(_ done: UInt64, _ total: UInt64) {
+        let all = lock.withLock {
+            latest = (done, total)
+            return observers
+        }
+        for o in all { o(done, total) }
+    }
+
+    func complete(_ r: Result<[UInt8], Error>) {
+        let all = lock.withLock {
+            result = r
+            defer { waiters = [] }
+            return waiters
+        }
+        for c in all { c.resume(with: r) }
+    }
+
+    /// The digest, once the pass ends.
+    func value() async throws -> [UInt8] {
+        try await withCheckedThrowingContinuation { c in
+            let done: Result<[UInt8], Error>? = lock.withLock {
+                if let result { return result }
+                waiters.append(c)
+                return nil
+            }
+            if let done { c.resume(with: done) }
         }
     }
 }

@@ -97,6 +97,14 @@ public final class Session: Sendable {
         try await c.sendResource(path: path, name: name ?? (path as NSString).lastPathComponent, progress: progress)
     }
 
+    /// Reads and hashes the file at `path` now, so that a later `sendResource(at:)` of the same
+    /// unchanged file makes its offer at once: when sending several files one after another,
+    /// prepare the next while the current one travels. A send that starts while this is still
+    /// hashing waits for the same pass. Throws what `sendResource` would for an unreadable file.
+    public func prepareToSend(fileAt path: String) async throws {
+        _ = try await FileDigest.sha256(ofFileAt: path)
+    }
+
     /// Free space a receiver leaves untouched by default (`accept(_:into:keepingFree:)`).
     public static let defaultKeepFree: UInt64 = 64 << 20
 
