@@ -129,8 +129,6 @@ final class DigestCache: @unchecked Sendable {
         case started(HashJob)
     }
 
-    func digest(for id: FileIdentity) -> [UInt8]? { lock.withLock { digests[id] } }
-
     /// The digest if known, else the pass to wait for (made if there is none); `progress`
     /// observes that pass.
     func join(_ id: FileIdentity, progress: (@Sendable (UInt64, UInt64) -> Void)?) -> Joined {
