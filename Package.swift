@@ -64,7 +64,8 @@ let package = Package(
         ),
         // Benchmarks: throughput, latency, CPU and handshake time against baselines measured in the
         // same run (PeerLinkHarness for its delaying relay).
-        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkHarness", "CPeerLinkSys"]),
+        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkHarness", "CPeerLinkSys",
+                                                             .product(name: "Crypto", package: "swift-crypto")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
         .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "CPeerLinkSys"]),
         .executableTarget(

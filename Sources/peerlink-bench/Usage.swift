@@ -14,7 +14,8 @@ let usage = """
                                              ratio), 100 B messages, connect + Noise XX; CPU per GiB;
                                              message round trips; then one JSON line
       peerlink-bench rtt [COUNT]             message round trip (64 B, 1 KiB) vs raw TCP ping-pong, p50/p99
-      peerlink-bench cpu [MEGABYTES]         CPU seconds per GiB, both ends, vs iperf3 and raw TCP
+      peerlink-bench cpu [MEGABYTES]         CPU seconds per GiB, both ends, vs iperf3, raw TCP and the
+                                         cipher and SHA-256 floors
       peerlink-bench connect-delay [ONE-WAY-MS [RUNS]]
                                              dial to first application byte through a delaying relay, in RTTs
       peerlink-bench idle [PEERS]            threads, memory and CPU of PEERS idle loopback sessions
