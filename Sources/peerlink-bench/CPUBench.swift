@@ -13,8 +13,8 @@ enum CPUBench {
           and raw TCP in this process. Prints the ratios (issue 16's target: <= 3 x iperf3's)
           and a JSON line. Two floors, measured here too: raw TCP plus sealing and opening every
           byte with the links' cipher (what 64 KiB messages cannot do below), and that plus
-          SHA-256 of every byte at both ends (what a file cannot, its file I/O aside); each
-          PeerLink row shows its multiple of its floor.
+          SHA-256 of every byte at both ends and reading and writing the file (what a file
+          cannot); each PeerLink row shows its multiple of its floor.
         """
 
     /// One workload's CPU per GiB and throughput.
@@ -61,7 +61,8 @@ enum CPUBench {
     static func measure(bytes: Int) async throws -> [Row] {
         let raw = Row("raw TCP socket (this process)", bytes: bytes, try await measured { _ = try await rawTCP(bytes: bytes) })
         let cipherFloor = Row(floor: "floor: raw TCP + cipher both ends", cpuPerGiB: raw.cpuPerGiB + (try WorkFloor.cipherSecondsPerGiB(bytes: bytes)))
-        let fileFloor = Row(floor: "floor: + SHA-256 both ends", cpuPerGiB: cipherFloor.cpuPerGiB + WorkFloor.twoHashesSecondsPerGiB(bytes: bytes))
+        let fileFloor = Row(floor: "floor: + SHA-256 both ends, file I/O", cpuPerGiB: cipherFloor.cpuPerGiB
+                            + WorkFloor.twoHashesSecondsPerGiB(bytes: bytes) + (try WorkFloor.fileCopySecondsPerGiB(bytes: bytes)))
         var messages = Row("peerlink reliable 64 KiB messages", bytes: bytes / 65536 * 65536,
                            try await sessionMessages(count: bytes / 65536, size: 65536))
         messages.floor = cipherFloor.cpuPerGiB
