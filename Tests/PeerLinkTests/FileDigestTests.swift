@@ -19,12 +19,14 @@ final class FileDigestTests: XCTestCase {
         let path = try file(9 << 20, 0x5a)  // three chunks
         let before = FileDigest.Hooks.hashes
         FileDigest.Hooks.holdHashing = true
-        let heard = DigestProgressLog()
-        let first = Task { try await FileDigest.sha256(ofFileAt: path).digest }
-        try await Task.sleep(for: .milliseconds(100))  // the first pass holds after its first chunk
+        let started = DigestProgressLog(), heard = DigestProgressLog()
+        let first = Task { try await FileDigest.sha256(ofFileAt: path) { done, total in started.add(done, total) }.digest }
+        let running = await waitUntil(timeout: 10) { !started.all.isEmpty }  // the pass holds after its first chunk
+        XCTAssertTrue(running, "the first pass started")
         let second = Task { try await FileDigest.sha256(ofFileAt: path) { done, total in heard.add(done, total) } }
-        try await Task.sleep(for: .milliseconds(100))
-        XCTAssertEqual(heard.all.first?.total, 9 << 20, "a caller joining late hears where the pass stands at once")
+        let joined = await waitUntil(timeout: 10) { !heard.all.isEmpty }
+        XCTAssertTrue(joined, "a caller joining late hears where the pass stands at once")
+        XCTAssertEqual(heard.all.first?.total, 9 << 20)
         FileDigest.Hooks.holdHashing = false
         let a = try await first.value
         let b = try await second.value
@@ -41,10 +43,13 @@ final class FileDigestTests: XCTestCase {
         let path = try file(9 << 20, 0x11)
         let before = FileDigest.Hooks.hashes
         FileDigest.Hooks.holdHashing = true
-        let first = Task { try await FileDigest.sha256(ofFileAt: path) }
-        try await Task.sleep(for: .milliseconds(100))
-        let second = Task { try await FileDigest.sha256(ofFileAt: path) }
-        try await Task.sleep(for: .milliseconds(100))
+        let started = DigestProgressLog(), heard = DigestProgressLog()
+        let first = Task { try await FileDigest.sha256(ofFileAt: path) { done, total in started.add(done, total) } }
+        let running = await waitUntil(timeout: 10) { !started.all.isEmpty }
+        XCTAssertTrue(running, "the first pass started")
+        let second = Task { try await FileDigest.sha256(ofFileAt: path) { done, total in heard.add(done, total) } }
+        let joined = await waitUntil(timeout: 10) { !heard.all.isEmpty }
+        XCTAssertTrue(joined, "the second caller joined the pass")
         // The file grows under the pass: what was read no longer matches the size asked for.
         let h = try XCTUnwrap(FileHandle(forWritingAtPath: path))
         try h.seekToEnd()

@@ -106,7 +106,8 @@ final class ResourceLongWorkTests: XCTestCase {
         let stages = StageLog()
         _ = try await losses(on: [p.sa]) {
             let send = Task { try await p.sb.sendResource(at: src, to: p.a.peerID) { stages.add($0.stage) } }
-            try await Task.sleep(for: .milliseconds(100))
+            let joined = await waitUntil(timeout: 10) { stages.all.contains(.hashing) }
+            XCTAssertTrue(joined, "the send joined the pass and reported it as its hashing")
             FileDigest.Hooks.holdHashing = false
             try await prepared.value
             try await send.value
