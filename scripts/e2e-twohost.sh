@@ -91,18 +91,33 @@ check "50 reliable messages arrive" wait_for "$work/chat-a.out" '"text":"seq 50"
 order=$(grep -o '"text":"seq [0-9]*"' "$work/chat-a.out" | grep -o '[0-9]*' | tr '\n' ' ')
 check "…exactly once and in order" test "$order" = "$(seq 1 50 | tr '\n' ' ')"
 
-# 3. File transfer with hash check (its own service, so chat keeps running).
+# 3. File transfer with hash check (its own service, so chat keeps running): two files in
+#    one command, the second hashed while the first travels.
 head -c 3145728 /dev/urandom >"$work/payload.bin"
-run_on "$A" receive receive --service field-files --name alpha --dir "$work/inbox" --accept-all --count 1 --json
+head -c 1048576 /dev/urandom >"$work/second.bin"
+run_on "$A" receive receive --service field-files --name alpha --dir "$work/inbox" --accept-all --count 2 --json
 wait_for "$work/receive.out" '"event":"advertising"' 10
-"$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-$B" "$bin" send "$work/payload.bin" --service field-files \
+"$lab" exec "$B" env PEERLINK_CONFIG_DIR="$work/cfg-$B" "$bin" send "$work/payload.bin" "$work/second.bin" --service field-files \
     --name beta --to "${id_a:0:8}" --json >"$work/send.out" 2>"$work/send.err"
 send_rc=$?
 check "send exits 0 after the receiver verified SHA-256" test "$send_rc" = 0
 check "receiver reports the verified file" wait_for "$work/receive.out" '"event":"received".*"verified":true' 10
 check "received bytes are identical" cmp -s "$work/payload.bin" "$work/inbox/payload.bin"
+check "…and the second file's too" cmp -s "$work/second.bin" "$work/inbox/second.bin"
 check "no partial file left behind" test -z "$(ls -A "$work/inbox/.peerlink-partial" 2>/dev/null)"
 check "progress was reported" grep -q '"event":"progress"' "$work/send.out"
+check "the second file was hashed while the first travelled (no hashing stage of its own)" python3 - "$work/send.out" <<'PY'
+import json, sys
+hashing = set()
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("event") == "progress" and e.get("stage") == "hashing":
+        hashing.add(e.get("name"))
+sys.exit(0 if hashing == {"payload.bin"} else 1)
+PY
 
 # 4. Cut the link: both sides must say "not connected" within the keepalive bound (3 s).
 before_a=$(count_matches "$work/chat-a.out" '"state":"not-connected"')
