@@ -19,13 +19,13 @@ enum WorkFloor {
         _ = try responder.readMessage(try initiator.writeMessage(payload: []))
         _ = try initiator.readMessage(try responder.writeMessage(payload: []))
         _ = try responder.readMessage(try initiator.writeMessage(payload: []))
-        var seal = try initiator.split().send
-        var open = try responder.split().receive
+        var sender = try initiator.split().send
+        var receiver = try responder.split().receive
         let record = [UInt8](repeating: 0x42, count: Noise.maxPlaintextLength)
         let records = max(1, bytes / record.count)
         let cpu = processCPUSeconds()
         var opened = 0
-        for _ in 0..<records { opened += try open.decrypt(try seal.encrypt(record)).count }
+        for _ in 0..<records { opened += try receiver.decrypt(try sender.encrypt(record)).count }
         return (processCPUSeconds() - cpu) / (Double(opened) / 1_073_741_824)
     }
 
