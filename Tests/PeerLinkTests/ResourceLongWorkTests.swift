@@ -26,6 +26,17 @@ final class ResourceLongWorkTests: XCTestCase {
         return dir
     }
 
+    /// Two sessions over loopback TCP and a scratch directory (removed after the test) whose
+    /// `inbox` receives the files the watcher in `losses` accepts.
+    func loopbackPairAndInbox(config: SessionConfig = SessionConfig()) async throws -> (Pair, dir: String) {
+        let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
+                                        discovery: LoopbackDiscovery(), config: config)
+        let dir = try makeDir()
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        LossLog.inboxPath = dir + "/inbox"
+        return (p, dir)
+    }
+
     /// Link or peer losses seen on a session while `body` runs.
     func losses(on sessions: [Session], during body: () async throws -> Void) async rethrows -> [String] {
         let log = LossLog()
@@ -48,14 +59,10 @@ final class ResourceLongWorkTests: XCTestCase {
     }
 
     func testKeepalivesGoOnWhileTheSenderHashesSlowly() async throws {
-        let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
-                                        discovery: LoopbackDiscovery(), config: Self.shortKeepalive)
-        let dir = try makeDir()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (p, dir) = try await loopbackPairAndInbox(config: Self.shortKeepalive)
         let src = dir + "/big.bin"
         let content = Data((0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try content.write(to: URL(fileURLWithPath: src))
-        LossLog.inboxPath = dir + "/inbox"
         FileDigest.Hooks.delayPerChunk = 700_000  // 3 chunks of 4 MiB: ~2.1 s of hashing
         let stages = StageLog()
         let lost = try await losses(on: [p.sa, p.sb]) {
@@ -67,13 +74,9 @@ final class ResourceLongWorkTests: XCTestCase {
     }
 
     func testTheDigestIsComputedOncePerFile() async throws {
-        let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
-                                        discovery: LoopbackDiscovery())
-        let dir = try makeDir()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (p, dir) = try await loopbackPairAndInbox()
         let src = dir + "/twice.bin"
         try Data(repeating: 0x61, count: 300_000).write(to: URL(fileURLWithPath: src))
-        LossLog.inboxPath = dir + "/inbox"
         let before = FileDigest.Hooks.hashes
         // One watcher for all three sends: a session's event stream has one consumer.
         _ = try await losses(on: [p.sa]) {
@@ -90,14 +93,10 @@ final class ResourceLongWorkTests: XCTestCase {
     /// `prepareToSend` hashes ahead; a send that starts while it still hashes waits for that
     /// pass (and reports it as its own hashing) instead of reading the file a second time.
     func testASendDuringPrepareToSendUsesTheSamePass() async throws {
-        let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
-                                        discovery: LoopbackDiscovery())
-        let dir = try makeDir()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (p, dir) = try await loopbackPairAndInbox()
         let src = dir + "/ahead.bin"
         let content = Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         try content.write(to: URL(fileURLWithPath: src))
-        LossLog.inboxPath = dir + "/inbox"
         let before = FileDigest.Hooks.hashes
         FileDigest.Hooks.holdHashing = true
         defer { FileDigest.Hooks.holdHashing = false }
@@ -160,10 +159,7 @@ final class ResourceLongWorkTests: XCTestCase {
     }
 
     func testKeepalivesGoOnWhileTheReceiverChecksAResumedPart() async throws {
-        let p = try await connectedPair(transportA: TCPTransport(bindHost: "127.0.0.1"), transportB: TCPTransport(bindHost: "127.0.0.1"),
-                                        discovery: LoopbackDiscovery(), config: Self.shortKeepalive)
-        let dir = try makeDir()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (p, dir) = try await loopbackPairAndInbox(config: Self.shortKeepalive)
         let src = dir + "/resume.bin"
         let content = Data((0..<(13 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) })
         try content.write(to: URL(fileURLWithPath: src))
@@ -171,7 +167,6 @@ final class ResourceLongWorkTests: XCTestCase {
         let inbox = dir + "/inbox"
         try FileManager.default.createDirectory(atPath: inbox + "/.peerlink-partial", withIntermediateDirectories: true)
         try content.prefix(12 << 20).write(to: URL(fileURLWithPath: inbox + "/.peerlink-partial/\(FileDigest.hex(sha)).part"))
-        LossLog.inboxPath = inbox
         FileDigest.Hooks.delayPerChunk = 700_000  // 3 chunks of the held 12 MiB: ~2.1 s
         let lost = try await losses(on: [p.sa, p.sb]) { try await p.sb.sendResource(at: src, to: p.a.peerID) }
         XCTAssertEqual(lost, [], "the link stayed up while the receiver read back the partial file")
