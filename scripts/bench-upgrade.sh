@@ -4,9 +4,13 @@
 # transfer time of one file with the upgrade, over Bluetooth alone, and as a raw TCP copy over
 # a Wi-Fi Direct group between the same two radios (Hardware/bt-lab/upgrade-bench.sh).
 #
-#   scripts/bench-upgrade.sh [--mib N] [--results DIR]
+#   scripts/bench-upgrade.sh [--mib N] [--optimistic-dad] [--results DIR]
 #
 #   --mib N         file size in MiB (default 64)
+#   --optimistic-dad  set up the guest as `peerlink doctor` suggests (net.ipv6.conf.default.
+#                   optimistic_dad and use_optimistic = 1, before any group interface exists),
+#                   so both sides use their group address during DAD; the raw copy does too.
+#                   Default: the kernel's settings as Debian ships them (DAD waited out)
 #   --results DIR   where the logs and bench-summary.txt go (default: a new directory under
 #                   ${TMPDIR:-/tmp}/peerlink-bt-lab/)
 #
@@ -18,11 +22,12 @@
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-MIB=64 RESULTS=""
+MIB=64 RESULTS="" DAD=default
 while (($#)); do
     case $1 in
         --mib) MIB=${2:?--mib needs a number}; shift 2 ;;
         --results) RESULTS=${2:?--results needs a directory}; shift 2 ;;
+        --optimistic-dad) DAD=optimistic; shift ;;
         -h | --help) usage ;;
         *) echo "unknown option '$1'" >&2; usage ;;
     esac
@@ -45,7 +50,7 @@ echo "[bench] host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -
 # Memory: the file, its copies and the overlays live in the VM's RAM.
 flock /tmp/peerlink-vm.lock "$REPO/scripts/bt-lab.sh" run --controllers 2 --radios 2 --no-trace --quiet \
     --memory 2G --timeout $((600 + MIB * 12)) --results "$RESULTS" -- \
-    "$REPO/Hardware/bt-lab/upgrade-bench.sh" "$BIN" "$MIB"
+    "$REPO/Hardware/bt-lab/upgrade-bench.sh" "$BIN" "$MIB" "$DAD"
 rc=$?
 echo "[bench] logs and bench-summary.txt in $RESULTS (exit status $rc)" >&2
 exit "$rc"

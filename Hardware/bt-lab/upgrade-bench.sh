@@ -10,10 +10,13 @@
 # Every peerlink JSON line is stamped on arrival; the summary goes to stdout and to
 # $PEERLINK_LAB_RESULTS/bench-summary.txt. Exit 1 when a transfer fails, a file differs or
 # the upgrade run never moved bulk to Wi-Fi Direct.
-#   upgrade-bench.sh PEERLINK_BINARY [MIB]
+#   upgrade-bench.sh PEERLINK_BINARY [MIB] [default|optimistic]
+# optimistic: first set net.ipv6.conf.default.{optimistic_dad,use_optimistic}=1, the lines
+# `peerlink doctor` suggests (group interfaces made afterwards get optimistic addresses).
 set -uo pipefail
 bin=${1:?peerlink binary}
 mib=${2:-64}
+dad=${3:-default}
 py=/usr/bin/python3   # the system one: python3-dbus
 work=$(mktemp -d /tmp/peerlink-bench.XXXXXX)
 out=${PEERLINK_LAB_RESULTS:-$work}
@@ -27,6 +30,12 @@ beta() { env PEERLINK_CONFIG_DIR="$work/cfg-b" PEERLINK_WPA_SUPPLICANT_BUS="$PEE
 stamp() { "$py" -u -c 'import sys, time
 for l in sys.stdin: sys.stdout.write("%.6f %s" % (time.time(), l))'; }
 alpha id --set-name alpha >/dev/null; beta id --set-name beta >/dev/null
+case $dad in
+    default) ;;
+    optimistic) for k in optimistic_dad use_optimistic; do echo 1 >"/proc/sys/net/ipv6/conf/default/$k" || exit 1; done ;;
+    *) say "unknown DAD setting '$dad' (default or optimistic)"; exit 2 ;;
+esac
+say "IPv6 DAD on new interfaces: $dad (optimistic_dad=$(cat /proc/sys/net/ipv6/conf/default/optimistic_dad))"
 
 head -c $((mib << 20)) /dev/urandom >"$work/payload.bin"
 sum=$(sha256sum <"$work/payload.bin" | cut -d' ' -f1)
@@ -76,10 +85,11 @@ def radio(bus, name):
     return bus.get_object(W, path)
 def group_if(prefix):
     return next((n for n in os.listdir("/sys/class/net") if n.startswith(prefix)), None)
-def linklocal(ifname):   # usable (out of DAD) fe80:: address of ifname
+def linklocal(ifname):   # usable fe80:: address of ifname: out of DAD, or optimistic (as PeerLink)
     for l in open("/proc/net/if_inet6"):
         a, idx, plen, scope, flags, name = l.split()
-        if name == ifname and a.startswith("fe80") and not int(flags, 16) & 0x48:   # tentative, dadfailed
+        f = int(flags, 16)   # 0x40 tentative, 0x08 dadfailed, 0x04 optimistic
+        if name == ifname and a.startswith("fe80") and not f & 0x08 and (not f & 0x40 or f & 0x04):
             return ":".join(a[i:i + 4] for i in range(0, 32, 4))
 def p2p_group(bus, ifname):   # the Group object of the interface called ifname
     root = bus.get_object(W, "/fi/w1/wpa_supplicant1")

@@ -25,7 +25,8 @@ struct DoctorCommand: AsyncParsableCommand {
                 out.emit("\(r.medium): \(r.usable ? "usable" : "NOT usable")", [:])
                 for c in r.checks {
                     print("  \(c.ok ? "ok  " : "FAIL") \(c.name): \(c.detail)")
-                    if let fix = c.fix, !c.ok { print("       fix: \(fix)") }
+                    // A passing check may still know how to do better (a hint, not a fix).
+                    if let fix = c.fix { print("       \(c.ok ? "hint" : "fix"): \(fix)") }
                 }
             }
         }

@@ -34,6 +34,7 @@ final class LinkUpgradeTests: XCTestCase {
         XCTAssertEqual(heard?.sinceLastStep, 0, "the first step of the receiving side")
         XCTAssertEqual(sent(answer).map(\.step), [.accept])
         XCTAssertEqual(b.phase, .awaitingHost)
+        XCTAssertTrue(answer.contains(.prepare(id: propose[0].id, medium: "wifi-direct")), "the joiner gets ready while the host forms")
         a.received(sent(answer)[0], now: 20)
         XCTAssertEqual(a.takeActions().filter { if case .host = $0 { return true }; return false }.count, 1)
         XCTAssertEqual(a.phase, .hosting)
@@ -86,6 +87,27 @@ final class LinkUpgradeTests: XCTestCase {
         XCTAssertEqual(c.phase, .idle)
         XCTAssertFalse(c.propose("wifi-direct", reason: "", now: 10), "not again right after a refusal")
         XCTAssertTrue(c.propose("wifi-direct", reason: "", now: 30_005))
+    }
+
+    /// Whichever side joins (the receiver of the proposal, or the proposer told to) is asked
+    /// to get ready at once, and always hears `leave` for that id afterwards, even when the
+    /// host never answers.
+    func testTheJoinerPreparesAndIsAlwaysToldToLeave() {
+        var (a, b) = pair()
+        a.setAvailability("wifi-direct", .init(roles: [.join]))
+        b.setAvailability("wifi-direct", .init(roles: [.host]))
+        a.propose("wifi-direct", reason: "", now: 0)
+        let proposal = sent(a.takeActions())[0]
+        b.received(proposal, now: 0)
+        let answer = b.takeActions()
+        XCTAssertFalse(answer.contains { if case .prepare = $0 { return true }; return false }, "the host does not prepare to join")
+        a.received(sent(answer)[0], now: 20)
+        XCTAssertEqual(a.phase, .awaitingHost)
+        XCTAssertTrue(a.takeActions().contains(.prepare(id: proposal.id, medium: "wifi-direct")), "the proposer, told to join, prepares")
+        a.received(LinkSetup(id: proposal.id, step: .failed, medium: "wifi-direct", text: "no radio after all"), now: 500)
+        let after = a.takeActions()
+        XCTAssertTrue(after.contains { if case let .leave(id, _, _) = $0 { return id == proposal.id }; return false }, "\(after)")
+        XCTAssertEqual(a.phase, .idle)
     }
 
     func testCrossedProposalsTheInitiatorsGoesAhead() {

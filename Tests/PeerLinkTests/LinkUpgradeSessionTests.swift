@@ -91,6 +91,8 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(peers, [p.a.peerID], "still one peer")
         let hostedByB = p.ub.hostedGroups
         XCTAssertEqual(hostedByB.count, 1, "the proposer hosts when both can do both")
+        XCTAssertEqual(p.ua.preparedJoins.count, 1, "the joiner got ready while the host formed its group")
+        XCTAssertEqual(p.ub.preparedJoins, [], "the host has no join to prepare")
         let proposal = try XCTUnwrap(p.timeline.steps("b").first)
         XCTAssertEqual(proposal.detail, "sending 'f-2.bin' (2.0 MiB)", "the timeline says why")
         // With the group carrying bulk, file bytes go in frame-sized pieces; messages keep
@@ -159,6 +161,11 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertTrue(failed?.detail.contains("the radio is busy scanning") == true, "\(String(describing: failed))")
         let ok = await waitUntil(timeout: 5) { p.timeline.steps("a").contains { $0.step == .failed } }
         XCTAssertTrue(ok, "the peer hears of the failure too")
+        // The joiner prepared for a join that never came, and was told to leave it.
+        let prepared = p.ua.preparedJoins
+        XCTAssertEqual(prepared.count, 1)
+        let undone = await waitUntil(timeout: 5) { p.ua.leftGroups == prepared }
+        XCTAssertTrue(undone, "prepared \(prepared), left \(p.ua.leftGroups)")
         let count = await linkCount(p.sa)
         XCTAssertEqual(count, 1)
         // The session still works.

@@ -120,11 +120,48 @@ final class WiFiDirectLabTests: XCTestCase {
         try assertLeftAsFound(a, b)
     }
 
+    /// A machine set up for optimistic DAD (the administrator's sysctl.d lines that
+    /// `peerlink doctor` suggests), with the owner's detection stretched to 20 s: the owner
+    /// (the host, which is dialled) hands out its optimistic address at once, B joins, waits
+    /// for its own detection (a dialler cannot resolve neighbours from an optimistic address)
+    /// and connects while A's address is still optimistic. Without taking optimistic
+    /// addresses, forming would wait the 20 s out and A's address would be past DAD here.
+    func test4OwnerIsDialledOnItsOptimisticAddress() async throws {
+        let (a, b) = try labNodes()
+        @Sendable func setting(_ key: String) -> String { "/proc/sys/net/ipv6/conf/default/\(key)" }
+        for key in ["optimistic_dad", "use_optimistic", "dad_transmits"] {
+            let before = try String(contentsOfFile: setting(key), encoding: .utf8)
+            addTeardownBlock { try before.write(toFile: setting(key), atomically: false, encoding: .utf8) }
+        }
+        let transmits = try String(contentsOfFile: setting("dad_transmits"), encoding: .utf8)
+        for (key, value) in [("optimistic_dad", "1"), ("use_optimistic", "1"), ("dad_transmits", "20")] {
+            try value.write(toFile: setting(key), atomically: false, encoding: .utf8)
+        }
+        XCTAssertTrue(OptimisticDAD.read().isOn, "doctor sees the setting")
+
+        let owner = try await a.wifi.formGroup(interface: a.radio, frequency: 2412)
+        wifiFigure("optimistic: p2p form (A, GO): \(describe(owner.timings))")
+        try assertLinkLocal(of: owner, is: "optimistic")
+        // B's group interface gets the usual single probe.
+        try transmits.write(toFile: setting("dad_transmits"), atomically: false, encoding: .utf8)
+        let client = try await b.wifi.joinGroup(interface: b.radio, credentials: owner.credentials)
+        wifiFigure("optimistic: p2p join (B, client): \(describe(client.timings))")
+        try assertLinkLocal(of: client, is: "usable")
+        try await assertTCPCrossesTheAir(server: owner, client: client, label: "optimistic p2p") {
+            try self.assertLinkLocal(of: owner, is: "optimistic")
+        }
+        await a.wifi.leave(owner)
+        await b.wifi.leave(client)
+        try assertLeftAsFound(a, b)
+    }
+
     // MARK: - Checks
 
     /// B dials A's link-local address with its socket bound to its own group interface and
     /// copies `payload` bytes; the bytes must show up on B's radio counter (not on loopback).
-    func assertTCPCrossesTheAir(server: WiFiGroup, client: WiFiGroup, label: String) async throws {
+    /// `connected` runs once the connection is accepted, before the copy.
+    func assertTCPCrossesTheAir(server: WiFiGroup, client: WiFiGroup, label: String,
+                                connected: () throws -> Void = {}) async throws {
         let listener = try LinkLocalSockets.listen(interface: server.interface)
         defer { listener.close() }
         let txBefore = try interfaceCounter(client.interface, "tx_bytes")
@@ -140,6 +177,7 @@ final class WiFiDirectLabTests: XCTestCase {
                           LinkLocalSockets.scoped(server.linkLocalAddress, interface: client.interface), Int(listener.port),
                           client.interface, Date().timeIntervalSince(t0), peer))
         XCTAssertTrue(peer.hasPrefix(client.linkLocalAddress), "A sees B's link-local address: \(peer) vs \(client.linkLocalAddress)")
+        try connected()
 
         let (secs, intact) = try await copyOverTCP(sender: fd, receiver: peerFD, count: payload)
         XCTAssertTrue(intact, "every byte arrived in order")
@@ -151,6 +189,13 @@ final class WiFiDirectLabTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(tx, UInt64(payload), "the bytes left through B's radio")
         XCTAssertGreaterThanOrEqual(rx, UInt64(payload), "the bytes came in through A's radio")
         XCTAssertLessThan(lo, UInt64(payload / 16), "the copy did not go through loopback")
+    }
+
+    /// The kernel's word on the group's link-local address now ("usable", "optimistic").
+    func assertLinkLocal(of group: WiFiGroup, is state: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let status = IPv6LinkLocal.status(of: group.interface, in: try String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))
+        labLog("\(group.interface): \(status)")
+        XCTAssertTrue(status.contains("\(group.linkLocalAddress) \(state)"), status, file: file, line: line)
     }
 
     /// Everything PeerLink added to either wpa_supplicant is gone, and so are the group

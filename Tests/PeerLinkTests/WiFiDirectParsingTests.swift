@@ -169,12 +169,14 @@ final class WiFiDirectParsingTests: XCTestCase {
         fe80000000000000000000fffe000100 04 40 20 80    wlan1
         fe80000000000000440000fffe000100 06 40 20 88 p2p-wlan1-0
         fe80000000000000440000fffe0001zz 07 40 20 80 broken
+        fe80000000000000440000fffe000200 08 40 20 c4 p2p-wlan0-1
+        fe80000000000000440000fffe000300 09 40 20 8c p2p-wlan0-2
         short line
         """
 
     func testLinkLocalParsing() {
         let all = IPv6LinkLocal.parse(ifInet6)
-        XCTAssertEqual(all.count, 4, "the malformed lines are skipped")
+        XCTAssertEqual(all.count, 6, "the malformed lines are skipped")
         XCTAssertEqual(all[1].address, "fe80::4400:ff:fe00:0")
         XCTAssertEqual(all[1].interfaceIndex, 5)
         XCTAssertNil(IPv6LinkLocal.usable(on: "p2p-wlan0-0", in: ifInet6), "tentative (0x40)")
@@ -184,6 +186,15 @@ final class WiFiDirectParsingTests: XCTestCase {
         XCTAssertTrue(IPv6LinkLocal.status(of: "p2p-wlan0-0", in: ifInet6).contains("tentative"))
         XCTAssertTrue(IPv6LinkLocal.status(of: "p2p-wlan1-0", in: ifInet6).contains("DAD failed"))
         XCTAssertTrue(IPv6LinkLocal.status(of: "wlan9", in: ifInet6).contains("no IPv6 link-local"))
+        // Optimistic (0x04 with tentative 0x40): a host may be dialled on it during DAD
+        // (RFC 4429); a joiner, which dials, waits for DAD to end.
+        XCTAssertEqual(IPv6LinkLocal.usable(on: "p2p-wlan0-1", in: ifInet6, optimistic: true), "fe80::4400:ff:fe00:200")
+        XCTAssertNil(IPv6LinkLocal.usable(on: "p2p-wlan0-1", in: ifInet6))
+        XCTAssertNil(IPv6LinkLocal.usable(on: "p2p-wlan0-0", in: ifInet6, optimistic: true), "tentative, not optimistic")
+        XCTAssertEqual(IPv6LinkLocal.usable(on: "wlan1", in: ifInet6, optimistic: true), "fe80::ff:fe00:100")
+        XCTAssertTrue(IPv6LinkLocal.status(of: "p2p-wlan0-1", in: ifInet6).contains("optimistic"))
+        XCTAssertNil(IPv6LinkLocal.usable(on: "p2p-wlan0-2", in: ifInet6, optimistic: true), "optimistic, but DAD failed (0x08)")
+        XCTAssertTrue(IPv6LinkLocal.status(of: "p2p-wlan0-2", in: ifInet6).contains("DAD failed"))
         XCTAssertEqual(LinkLocalSockets.scoped("fe80::1", interface: "wlan0"), "fe80::1%wlan0")
         XCTAssertEqual(LinkLocalSockets.scoped("fe80::1%eth0", interface: "wlan0"), "fe80::1%wlan0")
     }

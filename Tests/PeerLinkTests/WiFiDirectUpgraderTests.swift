@@ -35,6 +35,26 @@ final class WiFiDirectUpgraderTests: XCTestCase {
         }
     }
 
+    /// What the timeline says of a set-up (`hosted`, the joiner's `link-up`).
+    func testTheSetUpSummaryNamesEachStep() {
+        var owner = WiFiGroup(id: WiFiGroupID(), role: .groupOwner, interface: "p2p-wlan0-0", radio: "wlan0", credentials: creds,
+                              linkLocalAddress: "fe80::1", joinMethod: nil,
+                              timings: [WiFiStepTiming(step: .addInterface, duration: .milliseconds(412)),
+                                        WiFiStepTiming(step: .startGroup, duration: .milliseconds(1804)),
+                                        WiFiStepTiming(step: .linkLocal, duration: .milliseconds(3))])
+        owner.linkLocalWasOptimistic = true
+        XCTAssertEqual(WiFiDirectUpgrader.summary(owner, ahead: nil),
+                       "go on p2p-wlan0-0: add-interface 0.41 s, start-group 1.80 s, link-local 0.00 s (optimistic)")
+        let client = WiFiGroup(id: WiFiGroupID(), role: .p2pClient, interface: "p2p-wlan1-0", radio: "wlan1", credentials: creds,
+                               linkLocalAddress: "fe80::2", joinMethod: .p2pClient,
+                               timings: [WiFiStepTiming(step: .findOwner, duration: .milliseconds(100)),
+                                         WiFiStepTiming(step: .linkLocal, duration: .milliseconds(960))])
+        XCTAssertEqual(WiFiDirectUpgrader.summary(client, ahead: .milliseconds(450)),
+                       "p2p-client on p2p-wlan1-0: add-interface 0.45 s ahead, find-owner 0.10 s, link-local 0.96 s")
+        XCTAssertEqual(WiFiDirectUpgrader.summary(client, ahead: .zero), "p2p-client on p2p-wlan1-0: find-owner 0.10 s, link-local 0.96 s",
+                       "a radio wpa_supplicant already had needed nothing ahead")
+    }
+
     func testRandomParametersNeverCrash() {
         let names = ["kind", "ssid", "psk", "freq", "bssid", "owner", "addr", "port"]
         var rng = SystemRandomNumberGenerator()

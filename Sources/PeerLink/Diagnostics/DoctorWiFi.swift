@@ -19,11 +19,13 @@ public enum DoctorWiFi {
         for name in names {
             do { reports.append(try await wifi.probe(interface: name)) } catch { missing = "\(error)" }
         }
-        return report(radios: radios, reports: reports, missing: missing, asked: interface)
+        return report(radios: radios, reports: reports, missing: missing, asked: interface, dad: OptimisticDAD.read())
     }
 
-    /// The report from probe results. Pure, so each failure case is checked on the host.
-    static func report(radios: [WiFiRadio], reports: [WiFiRadioReport], missing: String?, asked: String?) -> MediumReport {
+    /// The report from probe results and the machine's DAD settings (nil: not looked at).
+    /// Pure, so each failure case is checked on the host.
+    static func report(radios: [WiFiRadio], reports: [WiFiRadioReport], missing: String?, asked: String?,
+                       dad: OptimisticDAD? = nil) -> MediumReport {
         var checks: [DoctorCheck] = []
         if radios.isEmpty {
             checks.append(DoctorCheck(name: "Wi-Fi radio", ok: false, detail: WiFiError.noRadio.description,
@@ -49,10 +51,11 @@ public enum DoctorWiFi {
             let needed = !r.p2p.available
             checks.append(DoctorCheck(name: "\(r.interface) soft-AP fallback", ok: r.softAP.available || !needed,
                                       detail: r.softAP.available || needed ? r.softAP.detail : "\(r.softAP.detail) (not needed while Wi-Fi Direct works)",
-                                      fix: r.softAP.available ? nil : r.softAP.fix))
+                                      fix: r.softAP.available || !needed ? nil : r.softAP.fix))
             checks.append(DoctorCheck(name: "\(r.interface) NetworkManager", ok: true, detail: networkManagerNote(r), fix: nil))
         }
         let usable = reports.contains { $0.p2p.available || $0.softAP.available }
+        if usable, let dad { checks.append(dad.doctorCheck) }
         return MediumReport(medium: medium, usable: usable, checks: checks)
     }
 

@@ -50,7 +50,9 @@ extension PeerChannel {
     func upgradeNoticeLinkUp(_ link: SecureLink) {
         guard let c = upgrade.current, link.medium.rawValue == c.medium, upgrade.phase == .ready || upgrade.phase == .joining else { return }
         upgradeLink = link.id
-        upgrade.linkUp(c.id, now: Clock.now())
+        // The joiner's steps (the host's went with `hosted`).
+        let detail = c.role == .join ? upgrader(c.medium)?.setUpSummary(UpgradeID(peer: peer, id: c.id)) ?? "" : ""
+        upgrade.linkUp(c.id, detail: detail, now: Clock.now())
         runUpgradeActions()
     }
 
@@ -84,11 +86,15 @@ extension PeerChannel {
                 Task { [weak self] in
                     do {
                         let params = try await u.host(key) { t in try node.listen(with: t) }
-                        await self?.hosted(id, params)
+                        await self?.hosted(id, params, detail: u.setUpSummary(key))
                     } catch {
                         await self?.upgradeFailed(id, "forming the \(medium) group failed: \(error)")
                     }
                 }
+            case let .prepare(id, medium):
+                // Started here, in order, so that a later `leave` finds it (a missing plug-in
+                // is reported by `join`).
+                upgrader(medium)?.prepare(UpgradeID(peer: peer, id: id))
             case let .join(id, medium, parameters):
                 guard let u = upgrader(medium) else { upgrade.failed(id, reason: "no \(medium) plug-in", now: Clock.now()); continue }
                 let key = UpgradeID(peer: peer, id: id), node = session.node, session = self.session, peer = self.peer
@@ -125,8 +131,8 @@ extension PeerChannel {
         if upgrade.hasActions { runUpgradeActions() }
     }
 
-    private func hosted(_ id: UInt32, _ params: [LinkSetup.Parameter]) {
-        upgrade.hosted(id, parameters: params, now: Clock.now())
+    private func hosted(_ id: UInt32, _ params: [LinkSetup.Parameter], detail: String) {
+        upgrade.hosted(id, parameters: params, detail: detail, now: Clock.now())
         runUpgradeActions()
     }
 

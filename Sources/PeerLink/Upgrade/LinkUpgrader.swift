@@ -17,10 +17,17 @@ public protocol LinkUpgrader: Sendable {
     /// Forms the group and listens on it with `listen` (which hands incoming connections to
     /// the node); returns what the joiner needs to join and reach us.
     func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter]
+    /// This side will join `id` once the host has formed its group: start now what needs no
+    /// parameters, and return at once (best effort; `join` must still work if it failed).
+    /// `leave(id)` follows in every case.
+    func prepare(_ id: UpgradeID)
     /// Joins the host's group with its parameters; returns the endpoint to dial.
     func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint
     /// Undoes what `host` or `join` set up for `id` (idempotent).
     func leave(_ id: UpgradeID) async
+    /// How `host` or `join` set `id` up, step by step, for the timeline (`hosted`, the
+    /// joiner's `link-up`); "" when there is nothing to say.
+    func setUpSummary(_ id: UpgradeID) -> String
 }
 
 /// One negotiation: the peer and the id its proposer chose.
@@ -28,4 +35,11 @@ public struct UpgradeID: Hashable, Sendable, CustomStringConvertible {
     public var peer: PeerID
     public var id: UInt32
     public var description: String { "\(peer.short)#\(id)" }
+}
+
+extension LinkUpgrader {
+    /// Nothing to prepare.
+    public func prepare(_ id: UpgradeID) {}
+    /// Nothing to say.
+    public func setUpSummary(_ id: UpgradeID) -> String { "" }
 }

@@ -21,6 +21,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     private var failing: String?
     private var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
     private var left: [UpgradeID] = []
+    private var prepared: [UpgradeID] = []
     private var leaveDelay: Double = 0
     /// Bandwidth, delay and loss of the links on groups this node forms.
     public let groupConditions: MemoryLinkConditions
@@ -53,6 +54,9 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
         return [LinkSetup.Parameter("address", string: address)]
     }
 
+    /// Only noted (`preparedJoins`): a memory group needs nothing before its address.
+    public func prepare(_ id: UpgradeID) { lock.withLock { prepared.append(id) } }
+
     public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
         if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }
         guard let raw = parameters.first(where: { $0.name == "address" })?.value, let address = String(validating: raw, as: UTF8.self),
@@ -81,6 +85,8 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     public var hostedGroups: [String] { lock.withLock { groups.values.map(\.address) } }
     /// Negotiations this node has left (host or join side).
     public var leftGroups: [UpgradeID] { lock.withLock { left } }
+    /// Negotiations this node was asked to prepare to join.
+    public var preparedJoins: [UpgradeID] { lock.withLock { prepared } }
 
     /// Tears down a hosted group from outside, as the system would (radio off, group removed):
     /// every link on it closes at once.

@@ -16,12 +16,24 @@ struct IPv6InterfaceAddress: Sendable, Equatable {
     var interface: String
 
     static let scopeLink = 0x20
-    static let flagTentative = 0x40, flagDADFailed = 0x08, flagDeprecated = 0x20
+    static let flagTentative = 0x40, flagDADFailed = 0x08, flagDeprecated = 0x20, flagOptimistic = 0x04
 
     /// A link-local address the kernel lets a socket use: DAD finished and did not fail.
-    var isUsableLinkLocal: Bool {
-        scope == Self.scopeLink && flags & (Self.flagTentative | Self.flagDADFailed | Self.flagDeprecated) == 0
+    ///
+    /// With `optimistic`, also an optimistic address whose DAD still runs (RFC 4429; made only
+    /// where the machine sets `optimistic_dad`, see `OptimisticDAD`). That serves the side
+    /// that is dialled: the kernel delivers to it and answers neighbour solicitations for it
+    /// at once. It does not serve the side that dials first: the kernel sends no neighbour
+    /// solicitation from an optimistic address, so its first packet waits for DAD anyway.
+    func isUsableLinkLocal(optimistic: Bool) -> Bool {
+        guard scope == Self.scopeLink, flags & (Self.flagDADFailed | Self.flagDeprecated) == 0 else { return false }
+        return flags & Self.flagTentative == 0 || (optimistic && isOptimistic)
     }
+
+    /// Made optimistic: usable while in DAD.
+    var isOptimistic: Bool { flags & Self.flagOptimistic != 0 }
+    /// Still in DAD.
+    var isTentative: Bool { flags & Self.flagTentative != 0 }
 
     /// Parses one line (`fe80000000000000440000fffe000000 05 40 20 80 p2p-wlan0-0`); nil when
     /// it is not one.
@@ -71,9 +83,15 @@ enum IPv6LinkLocal {
         text.split(separator: "\n").compactMap { IPv6InterfaceAddress(line: $0) }
     }
 
-    /// The usable link-local address of `interface`, if it has one yet.
-    static func usable(on interface: String, in text: String) -> String? {
-        parse(text).first { $0.interface == interface && $0.isUsableLinkLocal }?.address
+    /// The usable link-local address of `interface`, if it has one yet (`optimistic`: see
+    /// `IPv6InterfaceAddress.isUsableLinkLocal`).
+    static func usable(on interface: String, in text: String, optimistic: Bool = false) -> String? {
+        usableAddress(on: interface, in: text, optimistic: optimistic)?.address
+    }
+
+    /// As `usable`, with the address's flags.
+    static func usableAddress(on interface: String, in text: String, optimistic: Bool = false) -> IPv6InterfaceAddress? {
+        parse(text).first { $0.interface == interface && $0.isUsableLinkLocal(optimistic: optimistic) }
     }
 
     /// What the interface's link-local addresses are doing, for an error message.
@@ -82,7 +100,8 @@ enum IPv6LinkLocal {
         guard !mine.isEmpty else { return "no IPv6 link-local address on \(interface)" }
         return mine.map { a in
             let state = a.flags & IPv6InterfaceAddress.flagDADFailed != 0 ? "duplicate (DAD failed)"
-                : a.flags & IPv6InterfaceAddress.flagTentative != 0 ? "tentative (DAD running)" : "usable"
+                : a.flags & IPv6InterfaceAddress.flagTentative == 0 ? "usable"
+                : a.isOptimistic ? "optimistic (DAD running)" : "tentative (DAD running)"
             return "\(a.address) \(state)"
         }.joined(separator: ", ")
     }

@@ -63,7 +63,9 @@ extension WiFiDirect {
             live.group.credentials = WiFiCredentials(kind: .p2pGroup, ssid: info.ssid, passphrase: info.passphrase, frequency: frequency,
                                                      bssid: bssid, ownerDeviceAddress: WiFiRadios.p2pDeviceAddress(for: radio, devices: devices))
             register(live)
-            live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(ifname, budget: budget) }
+            let address = try timings.measure(.linkLocal) { try waitLinkLocal(ifname, hosting: true, budget: budget) }
+            live.group.linkLocalAddress = address.address
+            live.group.linkLocalWasOptimistic = address.isTentative
             live.group.timings = timings.steps
             register(live)
             return live.group
@@ -127,7 +129,9 @@ extension WiFiDirect {
         var live = try connectNetwork(bus, radio: radio, radioPath: radioPath, role: .accessPoint, network: network,
                                       credentials: creds, timings: &timings, budget: budget)
         do {
-            live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(radio, budget: budget) }
+            let address = try timings.measure(.linkLocal) { try waitLinkLocal(radio, hosting: true, budget: budget) }
+            live.group.linkLocalAddress = address.address
+            live.group.linkLocalWasOptimistic = address.isTentative
             live.group.timings = timings.steps
             register(live)
             return live.group

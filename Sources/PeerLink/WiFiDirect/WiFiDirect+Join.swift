@@ -14,6 +14,31 @@ extension WiFiDirect {
         return try await offThePool { try self.joinBlocking(interface, credentials, method, budget: StepBudget(timeout)) }
     }
 
+    /// Does the first step of a join ahead of the owner's credentials: puts `interface` under
+    /// wpa_supplicant when it is not yet (`CreateInterface`, 0.25–1.65 s in the lab), so that
+    /// `joinGroup` starts without it. Until a group uses the radio, the next `leave` or
+    /// `releaseUnusedRadios()` takes it out again. Returns how long that took (zero when
+    /// wpa_supplicant already had the radio).
+    public func prepareToJoin(interface: String) async throws -> Duration {
+        try await offThePool {
+            try WiFiRadios.require(interface, sysClassNet: self.sysClassNet)
+            let bus = try self.connection()
+            try self.requireSupplicant(bus)
+            var timings = StepTimings()
+            _ = try self.ensureInterface(bus, interface, timings: &timings)
+            return timings.steps.first?.duration ?? .zero
+        }
+    }
+
+    /// Takes out of wpa_supplicant the radios PeerLink added that no group uses (after a
+    /// `prepareToJoin` whose join never came). Best effort.
+    public func releaseUnusedRadios() async {
+        _ = try? await offThePool {
+            guard let bus = try? self.connection() else { return }
+            self.releaseRadios(bus)
+        }
+    }
+
     func joinBlocking(_ radio: String, _ creds: WiFiCredentials, _ asked: WiFiJoinMethod, budget: StepBudget) throws -> WiFiGroup {
         try WiFiRadios.require(radio, sysClassNet: sysClassNet)
         let bus = try connection()
@@ -44,7 +69,9 @@ extension WiFiDirect {
                                       timings: &timings, budget: budget)
         }
         do {
-            live.group.linkLocalAddress = try timings.measure(.linkLocal) { try waitLinkLocal(live.group.interface, budget: budget) }
+            live.group.linkLocalAddress = try timings.measure(.linkLocal) {
+                try waitLinkLocal(live.group.interface, hosting: false, budget: budget)
+            }.address
             live.group.timings = timings.steps
             register(live)
             return live.group

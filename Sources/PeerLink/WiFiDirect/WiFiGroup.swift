@@ -38,7 +38,8 @@ public enum WiFiStep: String, Sendable, Codable {
     case joinGroup = "join-group"
     /// `AddNetwork` + `SelectNetwork` until the state is `completed` (soft-AP or station).
     case connect
-    /// The group interface's IPv6 link-local address leaving DAD (usable for sockets).
+    /// The group interface's IPv6 link-local address becoming usable for sockets (DAD done, or
+    /// at once where the machine makes optimistic addresses: `OptimisticDAD`).
     case linkLocal = "link-local"
 }
 
@@ -67,11 +68,13 @@ public struct WiFiGroup: Sendable, Equatable {
     public var radio: String
     /// For an owner or access point: what a peer needs to join. For a joiner: what it used.
     public var credentials: WiFiCredentials
-    /// This side's IPv6 link-local address on `interface`, usable (DAD done).
+    /// This side's IPv6 link-local address on `interface`, usable (DAD done, or optimistic).
     public var linkLocalAddress: String
     /// The join method used (joiners only).
     public var joinMethod: WiFiJoinMethod?
     public var timings: [WiFiStepTiming]
+    /// The address was taken while still optimistic (in DAD; hosts only, see `OptimisticDAD`).
+    public var linkLocalWasOptimistic = false
 
     /// `fe80::…%interface`: the address with the scope a local socket needs.
     public var scopedLinkLocalAddress: String { "\(linkLocalAddress)%\(interface)" }

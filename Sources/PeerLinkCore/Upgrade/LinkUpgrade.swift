@@ -49,6 +49,10 @@ public struct LinkUpgrade: Sendable {
         case send(LinkSetup)
         /// Form the group and listen on it; answer with `hosted` or `failed`.
         case host(id: UInt32, medium: String)
+        /// We will join: get ready while the host forms its group (e.g. put the radio under
+        /// wpa_supplicant), so that `join` has less to do once the parameters arrive. Needs no
+        /// answer; a `leave` for the same id always follows, whether or not `join` came.
+        case prepare(id: UInt32, medium: String)
         /// Join the host's group with these parameters and dial it; answer with `linkUp` or `failed`.
         case join(id: UInt32, medium: String, parameters: [LinkSetup.Parameter])
         /// Undo what `host` or `join` set up (leave the group, close its link).
@@ -123,20 +127,20 @@ public struct LinkUpgrade: Sendable {
     public mutating func bulkActivity(now: UInt64) { lastBulk = now }
 
     /// The group is formed and we listen on it; `parameters` tell the joiner how to reach us.
-    public mutating func hosted(_ id: UInt32, parameters: [LinkSetup.Parameter], now: UInt64) {
+    public mutating func hosted(_ id: UInt32, parameters: [LinkSetup.Parameter], detail: String = "", now: UInt64) {
         guard let c = current, c.id == id, phase == .hosting else { return }
         phase = .ready
         actions.append(.send(LinkSetup(id: id, step: .ready, medium: c.medium, parameters: parameters)))
-        note(.hosted, "", now)
+        note(.hosted, detail, now)
         stepAt = now
     }
 
     /// A link of the negotiated medium joined the session (either side).
-    public mutating func linkUp(_ id: UInt32, now: UInt64) {
+    public mutating func linkUp(_ id: UInt32, detail: String = "", now: UInt64) {
         guard let c = current, c.id == id, phase == .ready || phase == .joining else { return }
         phase = .up
         lastBulk = max(lastBulk, now)
-        note(.linkUp, "", now)
+        note(.linkUp, detail, now)
         stepAt = now
     }
 
@@ -261,6 +265,7 @@ public struct LinkUpgrade: Sendable {
             actions.append(.host(id: id, medium: medium))
         } else {
             phase = .awaitingHost
+            actions.append(.prepare(id: id, medium: medium))
         }
     }
 
