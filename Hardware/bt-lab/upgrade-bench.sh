@@ -85,11 +85,12 @@ def radio(bus, name):
     return bus.get_object(W, path)
 def group_if(prefix):
     return next((n for n in os.listdir("/sys/class/net") if n.startswith(prefix)), None)
-def linklocal(ifname):   # usable fe80:: address of ifname: out of DAD, or optimistic (as PeerLink)
+def linklocal(ifname, optimistic=False):   # usable fe80:: address of ifname: out of DAD, or
+    # optimistic where the side is dialled (as PeerLink: a dialler cannot resolve its peer from one)
     for l in open("/proc/net/if_inet6"):
         a, idx, plen, scope, flags, name = l.split()
         f = int(flags, 16)   # 0x40 tentative, 0x08 dadfailed, 0x04 optimistic
-        if name == ifname and a.startswith("fe80") and not f & 0x08 and (not f & 0x40 or f & 0x04):
+        if name == ifname and a.startswith("fe80") and not f & 0x08 and (not f & 0x40 or (optimistic and f & 0x04)):
             return ":".join(a[i:i + 4] for i in range(0, 32, 4))
 def p2p_group(bus, ifname):   # the Group object of the interface called ifname
     root = bus.get_object(W, "/fi/w1/wpa_supplicant1")
@@ -116,7 +117,7 @@ t1 = time.time()
 go.GroupAdd({"frequency": dbus.Int32(2412)}, dbus_interface=P2P)
 go_grp = wait("group interface on " + go_if, lambda: group_if("p2p-" + go_if + "-"))
 log("form", time.time() - t1)
-go_ll = wait("owner link-local", lambda: linklocal(go_grp))
+go_ll = wait("owner link-local", lambda: linklocal(go_grp, optimistic=True))
 log("owner-link-local", time.time() - t1)
 go_grp_obj, g = p2p_group(bus_go, go_grp)
 ssid = bytes(g.Get(W + ".Group", "SSID", dbus_interface=PROPS)).decode()
