@@ -68,6 +68,25 @@ final class DoctorWiFiLabTests: XCTestCase {
         XCTAssertTrue((supplicant["fix"] as? String ?? "").contains("netdev"), "\(supplicant)")
     }
 
+    /// The same user with group netdev as its only group, as the Pi's install makes the
+    /// service user (Hardware/pi/README.md): wpa_supplicant's policy lets it in, Wi-Fi Direct
+    /// is usable, and its upgrades can be formed.
+    func test5ServiceUserInGroupNetdev() throws {
+        let a = try WiFiLabNode.lab(0)
+        let bin = peerlinkBinary()
+        guard FileManager.default.isExecutableFile(atPath: bin) else { throw XCTSkip("no peerlink binary beside the test bundle (\(bin))") }
+        guard (try? labShell("getent group netdev")) != nil else { throw XCTSkip("no group netdev on this machine") }
+        let out = try labShell("cd /tmp && HOME=/tmp PEERLINK_CONFIG_DIR=/tmp/netdev-cfg setpriv --reuid=65534 --regid=65534 --groups=netdev -- \(bin) doctor --json --wifi \(a.radio); true")
+        let start = try XCTUnwrap(out.firstIndex(of: "["), out)
+        let media = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(out[start...].utf8)) as? [[String: Any]], out)
+        let wifi = try XCTUnwrap(media.first { $0["medium"] as? String == "wifi-direct" }, out)
+        let checks = try XCTUnwrap(wifi["checks"] as? [[String: Any]])
+        for c in checks { labLog("doctor as nobody in netdev: \(c["name"] ?? "?"): \(c["detail"] ?? "")") }
+        XCTAssertEqual(wifi["usable"] as? Bool, true, "\(checks)")
+        XCTAssertEqual(checks.first { $0["name"] as? String == "wpa_supplicant" }?["ok"] as? Bool, true, "\(checks)")
+        XCTAssertEqual(checks.first { $0["name"] as? String == "\(a.radio) Wi-Fi Direct" }?["ok"] as? Bool, true, "\(checks)")
+    }
+
     /// The helper itself, on any machine: output, exit status, a background child that
     /// keeps running does not hold it up.
     func test0LabShellHelper() throws {
