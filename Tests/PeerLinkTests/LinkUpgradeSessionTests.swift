@@ -150,6 +150,22 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(p.ub.hostedGroups, [], "nothing was set up")
     }
 
+    /// A host hands its group out before it can be reached (a Wi-Fi host's address still in
+    /// DAD): the joiner's first dials fail with "host unreachable", it dials again, and bulk
+    /// still moves to the group.
+    func testAJoinerDialsAgainWhileTheHostIsNotYetReachable() async throws {
+        let p = try await makePair()
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        p.ub.handOutBeforeReachable(by: 0.7)
+        let (path, content) = try file(p.dir, mib: 2)
+        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-2.bin")), content)
+        let up = await waitUntil(timeout: 10) { p.timeline.steps("a").contains { $0.step == .linkUp } }
+        let steps = p.timeline.steps("a")
+        XCTAssertTrue(up, "the joiner's link came up after its dial was refused: \(steps.map { "\($0.step) \($0.detail)" })")
+        XCTAssertFalse(steps.contains { $0.step == .failed }, "\(steps.map { "\($0.step) \($0.detail)" })")
+    }
+
     func testAFailedSetUpLeavesTheBluetoothSessionUntouched() async throws {
         let p = try await makePair()
         defer { try? FileManager.default.removeItem(atPath: p.dir) }

@@ -155,6 +155,38 @@ final class WiFiDirectLabTests: XCTestCase {
         try assertLeftAsFound(a, b)
     }
 
+    /// The upgrade's host does not wait for DAD (`formGroup(waitForDAD: false)`), on the
+    /// kernel's settings as shipped, with the owner's DAD stretched to 10 s so that it surely
+    /// still runs when forming returns: A hands out an address the kernel still lists as
+    /// tentative, B joins meanwhile, and once A's DAD ends that same address carries TCP.
+    func test5OwnerHandsOutItsAddressDuringDAD() async throws {
+        let (a, b) = try labNodes()
+        let path = "/proc/sys/net/ipv6/conf/default/dad_transmits"
+        let transmits = try String(contentsOfFile: path, encoding: .utf8)
+        addTeardownBlock { try transmits.write(toFile: path, atomically: false, encoding: .utf8) }
+        try "10".write(toFile: path, atomically: false, encoding: .utf8)
+        XCTAssertFalse(OptimisticDAD.read().isOn, "the lab's kernel settings as shipped")
+
+        let owner = try await a.wifi.formGroup(interface: a.radio, frequency: 2412, waitForDAD: false)
+        wifiFigure("in DAD: p2p form (A, GO): \(describe(owner.timings))")
+        XCTAssertEqual(owner.linkLocalState, .inDAD)
+        try assertLinkLocal(of: owner, is: "tentative")
+        try transmits.write(toFile: path, atomically: false, encoding: .utf8)
+        let client = try await b.wifi.joinGroup(interface: b.radio, credentials: owner.credentials)
+        try assertLinkLocal(of: client, is: "usable")
+        // A's address becomes usable as it was handed out (20 s: ten probes a second apart).
+        var usable = false
+        for _ in 0..<100 where !usable {
+            usable = IPv6LinkLocal.usable(on: owner.interface, in: try String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) == owner.linkLocalAddress
+            if !usable { try await Task.sleep(nanoseconds: 200_000_000) }
+        }
+        XCTAssertTrue(usable, "A's handed-out address left DAD")
+        try await assertTCPCrossesTheAir(server: owner, client: client, label: "p2p handed out in DAD")
+        await a.wifi.leave(owner)
+        await b.wifi.leave(client)
+        try assertLeftAsFound(a, b)
+    }
+
     // MARK: - Checks
 
     /// B dials A's link-local address with its socket bound to its own group interface and

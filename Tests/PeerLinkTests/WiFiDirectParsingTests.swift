@@ -195,6 +195,12 @@ final class WiFiDirectParsingTests: XCTestCase {
         XCTAssertTrue(IPv6LinkLocal.status(of: "p2p-wlan0-1", in: ifInet6).contains("optimistic"))
         XCTAssertNil(IPv6LinkLocal.usable(on: "p2p-wlan0-2", in: ifInet6, optimistic: true), "optimistic, but DAD failed (0x08)")
         XCTAssertTrue(IPv6LinkLocal.status(of: "p2p-wlan0-2", in: ifInet6).contains("DAD failed"))
+        // Known, usable or not (a host that hands its address out during DAD).
+        XCTAssertEqual(IPv6LinkLocal.knownAddress(on: "p2p-wlan0-0", in: ifInet6)?.state, .inDAD)
+        XCTAssertEqual(IPv6LinkLocal.knownAddress(on: "p2p-wlan0-1", in: ifInet6)?.state, .optimistic)
+        XCTAssertEqual(IPv6LinkLocal.knownAddress(on: "wlan1", in: ifInet6)?.state, .usable)
+        XCTAssertNil(IPv6LinkLocal.knownAddress(on: "p2p-wlan1-0", in: ifInet6), "DAD failed")
+        XCTAssertNil(IPv6LinkLocal.knownAddress(on: "lo", in: ifInet6), "not link scope")
         XCTAssertEqual(LinkLocalSockets.scoped("fe80::1", interface: "wlan0"), "fe80::1%wlan0")
         XCTAssertEqual(LinkLocalSockets.scoped("fe80::1%eth0", interface: "wlan0"), "fe80::1%wlan0")
     }

@@ -42,9 +42,11 @@ final class WiFiDirectUpgraderTests: XCTestCase {
                               timings: [WiFiStepTiming(step: .addInterface, duration: .milliseconds(412)),
                                         WiFiStepTiming(step: .startGroup, duration: .milliseconds(1804)),
                                         WiFiStepTiming(step: .linkLocal, duration: .milliseconds(3))])
-        owner.linkLocalWasOptimistic = true
+        owner.linkLocalState = .optimistic
         XCTAssertEqual(WiFiDirectUpgrader.summary(owner, ahead: nil),
                        "go on p2p-wlan0-0: add-interface 0.41 s, start-group 1.80 s, link-local 0.00 s (optimistic)")
+        owner.linkLocalState = .inDAD
+        XCTAssertTrue(WiFiDirectUpgrader.summary(owner, ahead: nil).hasSuffix("link-local 0.00 s (in-dad)"))
         let client = WiFiGroup(id: WiFiGroupID(), role: .p2pClient, interface: "p2p-wlan1-0", radio: "wlan1", credentials: creds,
                                linkLocalAddress: "fe80::2", joinMethod: .p2pClient,
                                timings: [WiFiStepTiming(step: .findOwner, duration: .milliseconds(100)),

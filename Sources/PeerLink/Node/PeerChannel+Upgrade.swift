@@ -101,7 +101,7 @@ extension PeerChannel {
                 Task { [weak self] in
                     do {
                         let endpoint = try await u.join(key, parameters: parameters)
-                        let link = try await node.dial(endpoint, expecting: peer, timeout: 10, using: u.transport)
+                        let link = try await Self.dialSetUp(node, endpoint, expecting: peer, using: u.transport)
                         guard try await node.requestJoin(link, context: [], timeout: 10) == .accepted else {
                             link.close()
                             throw PeerLinkError.invitationDeclined(peer)
@@ -129,6 +129,25 @@ extension PeerChannel {
         process()
         // Sending may have produced more (a failure to send).
         if upgrade.hasActions { runUpgradeActions() }
+    }
+
+    /// Dial attempts on a negotiated link, and the pause between them.
+    static let setUpDials = 4
+    static let setUpDialPause: UInt64 = 500_000_000
+
+    /// Dials the host's endpoint, again while it is unreachable: a host hands its address out
+    /// while its DAD may still run (about a second), and until then the kernel answers no
+    /// neighbour solicitation for it.
+    static func dialSetUp(_ node: Node, _ endpoint: TransportEndpoint, expecting peer: PeerID, using transport: Transport) async throws -> SecureLink {
+        var attempt = 1
+        while true {
+            do {
+                return try await node.dial(endpoint, expecting: peer, timeout: 10, using: transport)
+            } catch let TransportError.system(_, errno) where attempt < setUpDials && [EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL].contains(errno) {
+                attempt += 1
+                try await Task.sleep(nanoseconds: setUpDialPause)
+            }
+        }
     }
 
     private func hosted(_ id: UInt32, _ params: [LinkSetup.Parameter], detail: String) {

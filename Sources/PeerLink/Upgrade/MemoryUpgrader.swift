@@ -23,6 +23,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     private var left: [UpgradeID] = []
     private var prepared: [UpgradeID] = []
     private var leaveDelay: Double = 0
+    private var unreachableFor: Double = 0
     /// Bandwidth, delay and loss of the links on groups this node forms.
     public let groupConditions: MemoryLinkConditions
 
@@ -51,8 +52,21 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
         network.setConditions(groupConditions, for: address)
         let listener = try listen(MemoryTransport(network: network, address: address, emulating: medium))
         lock.withLock { groups[id] = (address, listener) }
+        let wait = lock.withLock { unreachableFor }
+        if wait > 0 {
+            // As a host whose address is still in DAD: dials fail until it is done.
+            network.cut(address)
+            Task { [network] in
+                try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
+                network.restore(address)
+            }
+        }
         return [LinkSetup.Parameter("address", string: address)]
     }
+
+    /// Makes each group this node hosts unreachable (dials fail with EHOSTUNREACH) for this
+    /// long after it is handed out, as a Wi-Fi host whose address is still in DAD (tests).
+    public func handOutBeforeReachable(by seconds: Double) { lock.withLock { unreachableFor = seconds } }
 
     /// Only noted (`preparedJoins`): a memory group needs nothing before its address.
     public func prepare(_ id: UpgradeID) { lock.withLock { prepared.append(id) } }

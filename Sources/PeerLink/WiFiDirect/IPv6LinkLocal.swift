@@ -32,8 +32,10 @@ struct IPv6InterfaceAddress: Sendable, Equatable {
 
     /// Made optimistic: usable while in DAD.
     var isOptimistic: Bool { flags & Self.flagOptimistic != 0 }
-    /// Still in DAD.
-    var isTentative: Bool { flags & Self.flagTentative != 0 }
+    /// Where it stands in DAD.
+    var state: LinkLocalState {
+        flags & Self.flagTentative == 0 ? .usable : isOptimistic ? .optimistic : .inDAD
+    }
 
     /// Parses one line (`fe80000000000000440000fffe000000 05 40 20 80 p2p-wlan0-0`); nil when
     /// it is not one.
@@ -87,6 +89,14 @@ enum IPv6LinkLocal {
     /// `IPv6InterfaceAddress.isUsableLinkLocal`).
     static func usable(on interface: String, in text: String, optimistic: Bool = false) -> String? {
         usableAddress(on: interface, in: text, optimistic: optimistic)?.address
+    }
+
+    /// The link-local address of `interface` whose DAD has not failed, usable yet or not.
+    static func knownAddress(on interface: String, in text: String) -> IPv6InterfaceAddress? {
+        parse(text).first { a in
+            a.interface == interface && a.scope == IPv6InterfaceAddress.scopeLink
+                && a.flags & (IPv6InterfaceAddress.flagDADFailed | IPv6InterfaceAddress.flagDeprecated) == 0
+        }
     }
 
     /// As `usable`, with the address's flags.

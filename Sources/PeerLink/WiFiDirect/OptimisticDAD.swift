@@ -1,11 +1,12 @@
 import Foundation
 
 /// Whether new interfaces (the Wi-Fi Direct group interfaces wpa_supplicant creates) get
-/// optimistic IPv6 link-local addresses (RFC 4429). Without them each side of every upgrade
-/// waits out duplicate address detection on its group interface: a random delay of up to a
-/// second, then a second of probing. With them the host (the side that is dialled) uses its
-/// address at once, and the joiner's detection starts without the random delay; the joiner
-/// still waits for it to end, as the kernel resolves no neighbour from an optimistic address
+/// optimistic IPv6 link-local addresses (RFC 4429). Without them duplicate address detection
+/// on a group interface takes a random delay of up to a second, then a second of probing: the
+/// joiner waits for it before it dials, and the host, which hands its address out at once, is
+/// reachable only after its own. With them the host is reachable at once, and the joiner's
+/// detection starts without the random delay; the joiner still waits for it to end, as the
+/// kernel resolves no neighbour from an optimistic address
 /// (`IPv6InterfaceAddress.isUsableLinkLocal`).
 ///
 /// Only the machine's administrator can turn it on (`sysctl`); PeerLink reads the settings
@@ -48,21 +49,21 @@ public struct OptimisticDAD: Sendable, Equatable {
         let name = "IPv6 optimistic DAD"
         if allOptimistic == nil && defaultOptimistic == nil {
             return DoctorCheck(name: name, ok: true,
-                               detail: "not in this kernel (no net.ipv6.conf.*.optimistic_dad): each Wi-Fi set-up waits for duplicate address detection on both sides, 1–2 s each",
+                               detail: "not in this kernel (no net.ipv6.conf.*.optimistic_dad): a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own",
                                fix: nil)
         }
         if isOn {
             return DoctorCheck(name: name, ok: true,
-                               detail: "on: a Wi-Fi host uses its group address at once, and the joiner's duplicate address detection takes 1 s instead of 1–2 s",
+                               detail: "on: a Wi-Fi host is reachable on its group address at once, and the joiner's duplicate address detection takes 1 s instead of 1–2 s",
                                fix: nil)
         }
         if forwarding {
             return DoctorCheck(name: name, ok: true,
-                               detail: "off while IPv6 forwarding is on (net.ipv6.conf.all.forwarding = 1): each Wi-Fi set-up waits for duplicate address detection on both sides, 1–2 s each",
+                               detail: "off while IPv6 forwarding is on (net.ipv6.conf.all.forwarding = 1): a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own",
                                fix: nil)
         }
         return DoctorCheck(name: name, ok: true,
-                           detail: "off: each Wi-Fi set-up waits for duplicate address detection on both sides, 1–2 s each",
-                           fix: "to save up to 3 s per set-up, as root: printf '%s\\n' '\(Self.sysctlLines.joined(separator: "' '"))' > /etc/sysctl.d/60-peerlink-wifi.conf && sysctl --system (affects interfaces created afterwards)")
+                           detail: "off: a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own",
+                           fix: "to save up to a second per set-up, as root: printf '%s\\n' '\(Self.sysctlLines.joined(separator: "' '"))' > /etc/sysctl.d/60-peerlink-wifi.conf && sysctl --system (affects interfaces created afterwards)")
     }
 }

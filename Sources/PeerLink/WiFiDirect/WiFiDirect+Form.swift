@@ -3,11 +3,16 @@ import Foundation
 extension WiFiDirect {
     /// Forms an autonomous Wi-Fi Direct group on `interface` (`P2PDevice.GroupAdd`) with this
     /// node as group owner, and returns what a peer needs to join it, once the group
-    /// interface's link-local address is usable. `frequency` (MHz) picks the channel;
-    /// wpa_supplicant chooses when nil.
-    public func formGroup(interface: String, frequency: Int? = nil, timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
+    /// interface's link-local address is usable (or optimistic). With `waitForDAD` false it
+    /// returns as soon as the address is known, while DAD may still run for about a second
+    /// (`linkLocalState`): for a caller whose peer needs longer than that to join and dial.
+    /// `frequency` (MHz) picks the channel; wpa_supplicant chooses when nil.
+    public func formGroup(interface: String, frequency: Int? = nil, waitForDAD: Bool = true,
+                          timeout: Duration = .seconds(30)) async throws -> WiFiGroup {
         if let f = frequency, !WiFiChannels.isValidFrequency(f) { throw WiFiError.invalidArgument("\(f) MHz is not a Wi-Fi channel") }
-        return try await offThePool { try self.formGroupBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
+        return try await offThePool {
+            try self.formGroupBlocking(interface, frequency: frequency, waitForDAD: waitForDAD, budget: StepBudget(timeout))
+        }
     }
 
     /// Starts a WPA2-PSK access point on `interface` itself (a mode-2 network through
@@ -18,18 +23,19 @@ extension WiFiDirect {
         return try await offThePool { try self.startSoftAPBlocking(interface, frequency: frequency, budget: StepBudget(timeout)) }
     }
 
-    func formGroupBlocking(_ radio: String, frequency: Int?, budget: StepBudget) throws -> WiFiGroup {
+    func formGroupBlocking(_ radio: String, frequency: Int?, waitForDAD: Bool = true, budget: StepBudget) throws -> WiFiGroup {
         try WiFiRadios.require(radio, sysClassNet: sysClassNet)
         let bus = try connection()
         try requireSupplicant(bus)
         var timings = StepTimings()
         return try usingRadio(bus, radio, timings: &timings) { radioPath, timings in
-            try formGroup(bus, radio: radio, radioPath: radioPath, frequency: frequency, timings: &timings, budget: budget)
+            try formGroup(bus, radio: radio, radioPath: radioPath, frequency: frequency, waitForDAD: waitForDAD, timings: &timings,
+                          budget: budget)
         }
     }
 
-    func formGroup(_ bus: WPASupplicantBus, radio: String, radioPath: String, frequency: Int?, timings: inout StepTimings,
-                   budget: StepBudget) throws -> WiFiGroup {
+    func formGroup(_ bus: WPASupplicantBus, radio: String, radioPath: String, frequency: Int?, waitForDAD: Bool,
+                   timings: inout StepTimings, budget: StepBudget) throws -> WiFiGroup {
         let devices = (try? Nl80211.devices()) ?? nil
         try requireP2P(bus, radio: radio, radioPath: radioPath, devices: devices)
 
@@ -63,9 +69,11 @@ extension WiFiDirect {
             live.group.credentials = WiFiCredentials(kind: .p2pGroup, ssid: info.ssid, passphrase: info.passphrase, frequency: frequency,
                                                      bssid: bssid, ownerDeviceAddress: WiFiRadios.p2pDeviceAddress(for: radio, devices: devices))
             register(live)
-            let address = try timings.measure(.linkLocal) { try waitLinkLocal(ifname, hosting: true, budget: budget) }
+            let address = try timings.measure(.linkLocal) {
+                try waitLinkLocal(ifname, hosting: true, waitForDAD: waitForDAD, budget: budget)
+            }
             live.group.linkLocalAddress = address.address
-            live.group.linkLocalWasOptimistic = address.isTentative
+            live.group.linkLocalState = address.state
             live.group.timings = timings.steps
             register(live)
             return live.group
@@ -131,7 +139,7 @@ extension WiFiDirect {
         do {
             let address = try timings.measure(.linkLocal) { try waitLinkLocal(radio, hosting: true, budget: budget) }
             live.group.linkLocalAddress = address.address
-            live.group.linkLocalWasOptimistic = address.isTentative
+            live.group.linkLocalState = address.state
             live.group.timings = timings.steps
             register(live)
             return live.group

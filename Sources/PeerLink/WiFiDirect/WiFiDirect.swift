@@ -183,12 +183,14 @@ public final class WiFiDirect: @unchecked Sendable {
     // MARK: - Helpers shared by forming and joining
 
     /// Waits until `interface` has a usable link-local address, or throws. A host (it is
-    /// dialled) takes an optimistic address at once; a joiner (it dials) waits for DAD to end,
-    /// since its first packet could not leave before (`IPv6InterfaceAddress.isUsableLinkLocal`).
-    func waitLinkLocal(_ interface: String, hosting: Bool, budget: StepBudget) throws -> IPv6InterfaceAddress {
+    /// dialled) takes an optimistic address at once, and with `waitForDAD` false any address
+    /// whose DAD has not failed; a joiner (it dials) waits for DAD to end, since its first
+    /// packet could not leave before (`IPv6InterfaceAddress.isUsableLinkLocal`).
+    func waitLinkLocal(_ interface: String, hosting: Bool, waitForDAD: Bool = true, budget: StepBudget) throws -> IPv6InterfaceAddress {
         while true {
             let text = (try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? ""
-            if let a = IPv6LinkLocal.usableAddress(on: interface, in: text, optimistic: hosting) { return a }
+            let usable = IPv6LinkLocal.usableAddress(on: interface, in: text, optimistic: hosting)
+            if let a = usable ?? (hosting && !waitForDAD ? IPv6LinkLocal.knownAddress(on: interface, in: text) : nil) { return a }
             if ContinuousClock.now >= budget.deadline {
                 throw WiFiError.timedOut(step: "\(WiFiStep.linkLocal.rawValue) on \(interface) (\(IPv6LinkLocal.status(of: interface, in: text)))",
                                          seconds: budget.limitSeconds)

@@ -54,7 +54,9 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
         let (interface, report) = try await radio().get()
         let group = report.p2p.available
-            ? try await wifi.formGroup(interface: interface)
+            // The joiner needs longer to join and dial than DAD takes here (~1 s): the address
+            // goes out at once, and a joiner that is faster retries its dial.
+            ? try await wifi.formGroup(interface: interface, waitForDAD: false)
             : try await wifi.startSoftAP(interface: interface)
         do {
             let listener = try listen(WiFiDirectTransport(interface: group.interface))
@@ -97,7 +99,7 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
             String(format: "%.2f s", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
         }
         var steps = g.timings.map { t in
-            "\(t.step.rawValue) \(text(t.duration))" + (t.step == .linkLocal && g.linkLocalWasOptimistic ? " (optimistic)" : "")
+            "\(t.step.rawValue) \(text(t.duration))" + (t.step == .linkLocal && g.linkLocalState != .usable ? " (\(g.linkLocalState.rawValue))" : "")
         }
         if let ahead, ahead > .zero { steps.insert("add-interface \(text(ahead)) ahead", at: 0) }
         return "\(g.role.rawValue) on \(g.interface): " + (steps.isEmpty ? "no steps" : steps.joined(separator: ", "))

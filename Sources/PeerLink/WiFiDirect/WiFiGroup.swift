@@ -73,14 +73,27 @@ public struct WiFiGroup: Sendable, Equatable {
     /// The join method used (joiners only).
     public var joinMethod: WiFiJoinMethod?
     public var timings: [WiFiStepTiming]
-    /// The address was taken while still optimistic (in DAD; hosts only, see `OptimisticDAD`).
-    public var linkLocalWasOptimistic = false
+    /// Where the address stood in DAD when the group was handed out (hosts only).
+    public var linkLocalState = LinkLocalState.usable
 
     /// `fe80::…%interface`: the address with the scope a local socket needs.
     public var scopedLinkLocalAddress: String { "\(linkLocalAddress)%\(interface)" }
 
     /// The sum of the steps.
     public var totalDuration: Duration { timings.reduce(.zero) { $0 + $1.duration } }
+}
+
+/// Where a group's link-local address stood in duplicate address detection when the group
+/// was handed out.
+public enum LinkLocalState: String, Sendable, Codable {
+    /// Out of DAD: sockets may use it.
+    case usable
+    /// In DAD, optimistic (RFC 4429): the host may be dialled on it already.
+    case optimistic
+    /// In DAD, not optimistic: known, and reachable once DAD ends (about a second later). A
+    /// host hands it out that early when asked (`formGroup(waitForDAD: false)`), since its
+    /// joiner needs longer than that to join and dial.
+    case inDAD = "in-dad"
 }
 
 /// Something that happened to a group after it was set up.
