@@ -89,6 +89,8 @@ final class WiFiDirectParsingTests: XCTestCase {
         XCTAssertNil(try WPAProperties.group(p).frequency, "wpa_supplicant 2.10 cannot read a client's Frequency")
         p["BSSID"] = .variant(.emptyArray(elementSignature: "y"))
         XCTAssertTrue(try WPAProperties.group(p).bssid.isZero, "an empty BSSID is not known yet, not malformed")
+        p["BSSID"] = nil
+        XCTAssertTrue(try WPAProperties.group(p).bssid.isZero, "nor is a missing one (a P2P client's getter that failed)")
     }
 
     func testMalformedGroupPropertiesAreRejectedWithWhat() {

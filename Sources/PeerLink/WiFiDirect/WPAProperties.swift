@@ -107,11 +107,18 @@ enum WPAProperties {
         guard let ssid = String(validating: ssidBytes, as: UTF8.self) else {
             throw WiFiError.malformedReply("group SSID is not UTF-8")
         }
-        // An empty BSSID means "not known yet" (seen in the lab right after a group started):
-        // it reads as zero, and callers take it from the interface instead.
-        guard let bssidBytes = props["BSSID"]?.bytes,
-              let bssid = bssidBytes.isEmpty ? MACAddress.zero : MACAddress(bytes: bssidBytes) else {
-            throw WiFiError.malformedReply("group without a 6-byte BSSID")
+        // An empty BSSID means "not known yet" (seen in the lab right after a group started),
+        // and so does a missing one (the P2P client's getter failed in 2 of about 20 lab boots,
+        // read property by property right after GroupStarted): it reads as zero, and callers
+        // take it from the interface instead. Only a BSSID that is there and wrong is malformed.
+        let bssid: MACAddress
+        if let value = props["BSSID"] {
+            guard let bytes = value.bytes, let b = bytes.isEmpty ? MACAddress.zero : MACAddress(bytes: bytes) else {
+                throw WiFiError.malformedReply("group without a 6-byte BSSID")
+            }
+            bssid = b
+        } else {
+            bssid = .zero
         }
         var freq: Int?
         if let f = props["Frequency"] {
