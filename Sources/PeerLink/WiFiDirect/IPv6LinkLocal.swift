@@ -26,9 +26,11 @@ struct IPv6InterfaceAddress: Sendable, Equatable {
     /// at once. It does not serve the side that dials first: the kernel sends no neighbour
     /// solicitation from an optimistic address, so its first packet waits for DAD anyway.
     func isUsableLinkLocal(optimistic: Bool) -> Bool {
-        guard scope == Self.scopeLink, flags & (Self.flagDADFailed | Self.flagDeprecated) == 0 else { return false }
-        return flags & Self.flagTentative == 0 || (optimistic && isOptimistic)
+        isLiveLinkLocal && (flags & Self.flagTentative == 0 || (optimistic && isOptimistic))
     }
+
+    /// A link-local address whose DAD has not failed (usable yet or not).
+    var isLiveLinkLocal: Bool { scope == Self.scopeLink && flags & (Self.flagDADFailed | Self.flagDeprecated) == 0 }
 
     /// Made optimistic: usable while in DAD.
     var isOptimistic: Bool { flags & Self.flagOptimistic != 0 }
@@ -93,10 +95,7 @@ enum IPv6LinkLocal {
 
     /// The link-local address of `interface` whose DAD has not failed, usable yet or not.
     static func knownAddress(on interface: String, in text: String) -> IPv6InterfaceAddress? {
-        parse(text).first { a in
-            a.interface == interface && a.scope == IPv6InterfaceAddress.scopeLink
-                && a.flags & (IPv6InterfaceAddress.flagDADFailed | IPv6InterfaceAddress.flagDeprecated) == 0
-        }
+        parse(text).first { $0.interface == interface && $0.isLiveLinkLocal }
     }
 
     /// As `usable`, with the address's flags.

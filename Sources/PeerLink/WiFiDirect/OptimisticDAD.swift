@@ -47,9 +47,10 @@ public struct OptimisticDAD: Sendable, Equatable {
     /// side only waits for DAD; the fix is then a hint.
     public var doctorCheck: DoctorCheck {
         let name = "IPv6 optimistic DAD"
+        let waits = "a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own"
         if allOptimistic == nil && defaultOptimistic == nil {
             return DoctorCheck(name: name, ok: true,
-                               detail: "not in this kernel (no net.ipv6.conf.*.optimistic_dad): a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own",
+                               detail: "not in this kernel (no net.ipv6.conf.*.optimistic_dad): \(waits)",
                                fix: nil)
         }
         if isOn {
@@ -59,11 +60,11 @@ public struct OptimisticDAD: Sendable, Equatable {
         }
         if forwarding {
             return DoctorCheck(name: name, ok: true,
-                               detail: "off while IPv6 forwarding is on (net.ipv6.conf.all.forwarding = 1): a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own",
+                               detail: "off while IPv6 forwarding is on (net.ipv6.conf.all.forwarding = 1): \(waits)",
                                fix: nil)
         }
         return DoctorCheck(name: name, ok: true,
-                           detail: "off: a Wi-Fi joiner waits 1–2 s for duplicate address detection, and the host is reachable only after its own",
+                           detail: "off: \(waits)",
                            fix: "to save up to a second per set-up, as root: printf '%s\\n' '\(Self.sysctlLines.joined(separator: "' '"))' > /etc/sysctl.d/60-peerlink-wifi.conf && sysctl --system (affects interfaces created afterwards)")
     }
 }

@@ -189,8 +189,9 @@ public final class WiFiDirect: @unchecked Sendable {
     func waitLinkLocal(_ interface: String, hosting: Bool, waitForDAD: Bool = true, budget: StepBudget) throws -> IPv6InterfaceAddress {
         while true {
             let text = (try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? ""
-            let usable = IPv6LinkLocal.usableAddress(on: interface, in: text, optimistic: hosting)
-            if let a = usable ?? (hosting && !waitForDAD ? IPv6LinkLocal.knownAddress(on: interface, in: text) : nil) { return a }
+            let found = hosting && !waitForDAD ? IPv6LinkLocal.knownAddress(on: interface, in: text)
+                                               : IPv6LinkLocal.usableAddress(on: interface, in: text, optimistic: hosting)
+            if let a = found { return a }
             if ContinuousClock.now >= budget.deadline {
                 throw WiFiError.timedOut(step: "\(WiFiStep.linkLocal.rawValue) on \(interface) (\(IPv6LinkLocal.status(of: interface, in: text)))",
                                          seconds: budget.limitSeconds)
@@ -224,9 +225,11 @@ struct StepBudget {
     let limit: Duration
     init(_ limit: Duration) { self.limit = limit; deadline = .now + limit }
     /// Seconds left (at least a small positive value, so a wait still looks once).
-    var remaining: Double {
-        let left = deadline - .now
-        return max(0.05, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
-    }
-    var limitSeconds: Double { Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18 }
+    var remaining: Double { max(0.05, (deadline - .now).inSeconds) }
+    var limitSeconds: Double { limit.inSeconds }
+}
+
+extension Duration {
+    /// The duration in seconds, with its fraction.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

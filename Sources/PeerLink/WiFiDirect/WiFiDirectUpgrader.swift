@@ -95,9 +95,7 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     }
 
     static func summary(_ g: WiFiGroup, ahead: Duration?) -> String {
-        func text(_ d: Duration) -> String {
-            String(format: "%.2f s", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
-        }
+        func text(_ d: Duration) -> String { String(format: "%.2f s", d.inSeconds) }
         var steps = g.timings.map { t in
             "\(t.step.rawValue) \(text(t.duration))" + (t.step == .linkLocal && g.linkLocalState != .usable ? " (\(g.linkLocalState.rawValue))" : "")
         }
