@@ -137,6 +137,33 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(p.ub.hostedGroups, [], "taken down before disconnect() returned")
     }
 
+    /// A session asks its node's upgraders to get ready when it is made (before any peer is
+    /// found), stands them down once on `disconnect()`, and again when a peer joins after that.
+    func testASessionStandsItsUpgradersByUntilItDisconnects() async throws {
+        let p = try await makePair()
+        defer { try? FileManager.default.removeItem(atPath: p.dir) }
+        XCTAssertEqual(p.ua.sessionsStandingBy, 1)
+        XCTAssertEqual(p.ub.sessionsStandingBy, 1)
+        let other = Session(node: p.b)
+        XCTAssertEqual(p.ub.sessionsStandingBy, 2, "each session stands by")
+        await other.disconnect()
+        await other.disconnect()
+        XCTAssertEqual(p.ub.sessionsStandingBy, 1, "stood down once, by the time disconnect() returned")
+        await p.sb.disconnect()
+        XCTAssertEqual(p.ub.sessionsStandingBy, 0)
+        // A session used again after disconnecting stands by again.
+        let viaBT = PeerInfo(peerID: p.a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
+        try await p.b.invite(viaBT, to: p.sb, timeout: 5)
+        XCTAssertEqual(p.ub.sessionsStandingBy, 1)
+        await p.sb.disconnect()
+        var dropped: Session? = Session(node: p.a)
+        XCTAssertEqual(p.ua.sessionsStandingBy, 2)
+        XCTAssertNotNil(dropped)
+        dropped = nil
+        let undone = await waitUntil(timeout: 5) { p.ua.sessionsStandingBy == 1 }
+        XCTAssertTrue(undone, "a session dropped without disconnect() stands down too")
+    }
+
     func testAPeerThatCannotTakePartRefusesAndTheSessionStaysOnBluetooth() async throws {
         let p = try await makePair(roles: [], unavailable: "wlan0's driver does not support P2P")
         defer { try? FileManager.default.removeItem(atPath: p.dir) }

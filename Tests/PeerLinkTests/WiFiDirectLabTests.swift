@@ -223,6 +223,29 @@ final class WiFiDirectLabTests: XCTestCase {
         XCTAssertLessThan(lo, UInt64(payload / 16), "the copy did not go through loopback")
     }
 
+    /// A held radio (a session standing by) stays under wpa_supplicant through a group formed
+    /// and left, so the group needs no `CreateInterface`; the last release takes it out.
+    func test6HeldRadioStaysThroughAGroupAndGoesWithTheLastRelease() async throws {
+        let (a, b) = try labNodes()
+        XCTAssertEqual(try a.supplicantInterfaces(), [])
+        let added = try await a.wifi.holdRadio(interface: a.radio)
+        wifiFigure(String(format: "radio held ahead (A): add-interface %.2f s", seconds(added)))
+        XCTAssertGreaterThan(added, .zero, "the radio was added")
+        XCTAssertEqual(try a.supplicantInterfaces(), [a.radio])
+        let again = try await a.wifi.holdRadio(interface: a.radio)
+        XCTAssertEqual(again, .zero, "already there")
+
+        let owner = try await a.wifi.formGroup(interface: a.radio, frequency: 2412)
+        XCTAssertFalse(owner.timings.contains { $0.step == .addInterface }, "forming did not add the radio: \(describe(owner.timings))")
+        await a.wifi.leave(owner)
+        XCTAssertEqual(try a.supplicantInterfaces(), [a.radio], "leaving the group kept the held radio")
+
+        await a.wifi.releaseRadio(interface: a.radio)
+        XCTAssertEqual(try a.supplicantInterfaces(), [a.radio], "one hold is left")
+        await a.wifi.releaseRadio(interface: a.radio)
+        try assertLeftAsFound(a, b)
+    }
+
     /// The kernel's word on the group's link-local address now ("usable", "optimistic").
     func assertLinkLocal(of group: WiFiGroup, is state: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let status = IPv6LinkLocal.status(of: group.interface, in: try String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))

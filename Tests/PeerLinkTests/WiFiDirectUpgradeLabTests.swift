@@ -90,6 +90,15 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         await lab.ua.wifi.leaveAll()
         await lab.ub.wifi.leaveAll()
         await lab.sb.disconnect()
+        await lab.sa.disconnect()  // its channel is gone by now: this stands A's radio down
+    }
+
+    /// The radios each node's wpa_supplicant manages now.
+    func managedRadios() throws -> [String] {
+        try ["PEERLINK_LAB_WIFI0_BUS", "PEERLINK_LAB_WIFI1_BUS"].flatMap { key -> [String] in
+            let bus = try WPASupplicantBus(address: try XCTUnwrap(env[key]))
+            return try bus.interfacePaths().map { try bus.interfaceInfo($0).ifname }
+        }.filter { !$0.hasPrefix("p2p-") }.sorted()
     }
 
     func file(_ dir: String, mib: Int) throws -> (String, Data) {
@@ -155,6 +164,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let peers = await lab.sb.connectedPeers()
         XCTAssertEqual(peers, [lab.a.peerID], "the Bluetooth session carried on")
         await lab.sb.disconnect()
+        await lab.sa.disconnect()
     }
 
     func test3APeerWhoseRadioCannotStaysOnBluetoothWithAReason() async throws {
@@ -170,6 +180,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let refused = lab.events.upgrades("a").first { $0.1.step == .rejected }?.1.detail ?? ""
         XCTAssertTrue(refused.contains("wlan9"), "the refusal names the radio: '\(refused)'\n\(lab.events.dump())")
         await lab.sb.disconnect()
+        await lab.sa.disconnect()
     }
 
     func test4AJoinerWithAWrongPassphraseFailsTheUpgradeEarlyWithTheReason() async throws {
@@ -196,6 +207,37 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         XCTAssertEqual(peers, [lab.a.peerID], "the Bluetooth session is untouched")
         await endSession(lab)
     }
+
+    /// Each session puts its node's radio under wpa_supplicant as it is made, so the group is
+    /// formed and joined without `CreateInterface` on the way; disconnecting both sessions
+    /// leaves both wpa_supplicants as they were.
+    func test5SessionsGetTheRadiosReadyBeforeTheFirstFile() async throws {
+        guard env["PEERLINK_LAB"] == "1" else { throw XCTSkip("Wi-Fi lab only: scripts/test-wifi.sh") }
+        XCTAssertEqual(try managedRadios(), [], "wpa_supplicant manages no radio before the sessions")
+        let lab = try await makeLab()
+        defer { try? FileManager.default.removeItem(atPath: lab.dir) }
+        let radios = [try XCTUnwrap(env["PEERLINK_LAB_WIFI0"]), try XCTUnwrap(env["PEERLINK_LAB_WIFI1"])].sorted()
+        let ready = await waitUntil(timeout: 30) { (try? self.managedRadios()) == radios }
+        XCTAssertTrue(ready, "both radios under wpa_supplicant before any file: \((try? managedRadios()) ?? [])")
+        XCTAssertTrue(lab.events.upgrades("b").isEmpty, "nothing negotiated yet")
+
+        let (path, content) = try file(lab.dir, mib: 4)
+        try await lab.sb.sendResource(at: path, to: lab.a.peerID)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f4.bin")), content)
+        let up = await waitUntil(timeout: 90) { !lab.events.linksUp("b", .wifiDirect).isEmpty }
+        XCTAssertTrue(up, "a Wi-Fi Direct link joined the session\n\(lab.events.dump())")
+        let hosted = lab.events.upgrades("b").first { $0.1.step == .hosted }?.1.detail ?? ""
+        let joined = await waitUntil(timeout: 10) { lab.events.upgrades("a").contains { $0.1.step == .linkUp } }
+        let joinedDetail = lab.events.upgrades("a").first { $0.1.step == .linkUp }?.1.detail ?? ""
+        wifiFigure("upgrade with the radios ready: host \(hosted); joiner \(joinedDetail)")
+        XCTAssertTrue(hosted.contains("start-group"), "the host's steps are reported: '\(hosted)'")
+        XCTAssertFalse(hosted.contains("add-interface"), "the host formed without adding its radio: '\(hosted)'")
+        XCTAssertTrue(joined, "the joiner reported its link up")
+        XCTAssertFalse(joinedDetail.contains("add-interface"), "the joiner joined without adding its radio: '\(joinedDetail)'")
+
+        await endSession(lab)
+        XCTAssertEqual(try managedRadios(), [], "both wpa_supplicants as they were once both sessions disconnected")
+    }
 }
 
 /// A's upgrader, but the credentials it joins with carry a wrong passphrase (as if the peer's
@@ -215,4 +257,6 @@ final class WrongPassphraseJoiner: LinkUpgrader, @unchecked Sendable {
         return try await inner.join(id, parameters: p.encoded)
     }
     func leave(_ id: UpgradeID) async { await inner.leave(id) }
+    func standBy() { inner.standBy() }
+    func standDown() async { await inner.standDown() }
 }

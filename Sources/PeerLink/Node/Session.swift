@@ -44,6 +44,9 @@ public final class Session: Sendable {
     let queue = EventQueue()
     let registry = ChannelRegistry()
     private let managers = ManagerRegistry()
+    /// Whether this session has asked the node's upgraders to stand by (and owes them a
+    /// `standDown()`).
+    private let standing = StandingBy()
 
     /// Creates an empty session for `node`.
     public init(node: Node, config: SessionConfig = SessionConfig(), policy: LinkPolicy = LinkPolicy(),
@@ -53,6 +56,21 @@ public final class Session: Sendable {
         self.config = config
         self.maxUnreadEvents = maxUnreadEvents
         self.events = Events(queue: queue)
+        standBy()
+    }
+
+    deinit {
+        // Dropped without `disconnect()`: what standing by set up is still undone.
+        guard standing.end() else { return }
+        let upgraders = node.upgraders
+        Task { for u in upgraders { await u.standDown() } }
+    }
+
+    /// Asks the node's upgraders to get ready (a Wi-Fi radio put under wpa_supplicant), so
+    /// that a negotiation started later does not wait for it; once until `disconnect()`.
+    private func standBy() {
+        guard standing.begin() else { return }
+        for u in node.upgraders { u.standBy() }
     }
 
     /// The session's events; reading one lets the session acknowledge more data.
@@ -143,6 +161,9 @@ public final class Session: Sendable {
     /// Leaves the session gracefully: peers are told, then links close.
     public func disconnect() async {
         for c in registry.all() { await c.leave() }
+        if standing.end() {
+            for u in node.upgraders { node.pendingTeardowns.start { await u.standDown() } }
+        }
         // Groups set up for this node's sessions are taken down before this returns: a
         // process that exits next must not leave one up on the radio.
         await node.pendingTeardowns.wait()
@@ -202,6 +223,7 @@ public final class Session: Sendable {
     @discardableResult
     func attach(_ link: SecureLink, initiator: Bool) async -> LinkID {
         await node.remember(self)
+        standBy()  // again, after a disconnect
         let token = link.remoteHello.sessionToken
         if let existing = registry.channel(for: link.remotePeer) {
             if existing.remoteToken == token, await existing.isAlive {
@@ -223,6 +245,14 @@ public final class Session: Sendable {
     }
 
     func emit(_ e: Event) { queue.push(e) }
+}
+
+/// Whether a session stands by: `begin` and `end` each return true when they change it.
+final class StandingBy: @unchecked Sendable {
+    private let lock = NSLock()
+    private var on = false
+    func begin() -> Bool { lock.withLock { defer { on = true }; return !on } }
+    func end() -> Bool { lock.withLock { defer { on = false }; return on } }
 }
 
 /// The channels of a session, by peer.

@@ -28,6 +28,14 @@ public protocol LinkUpgrader: Sendable {
     /// How `host` or `join` set `id` up, step by step, for the timeline (`hosted`, the
     /// joiner's `link-up`); "" when there is nothing to say.
     func setUpSummary(_ id: UpgradeID) -> String
+    /// A session that may negotiate this medium exists (`Session` calls it when it is made,
+    /// before any peer is found): get ready what needs neither a peer nor a role, so that no
+    /// negotiation waits for it, and return at once (best effort). One `standDown()` follows
+    /// each call.
+    func standBy()
+    /// A session that stood by disconnected: undo what `standBy` did once no session stands
+    /// by any more (groups still up keep what they use).
+    func standDown() async
 }
 
 /// One negotiation: the peer and the id its proposer chose.
@@ -42,4 +50,8 @@ extension LinkUpgrader {
     public func prepare(_ id: UpgradeID) {}
     /// Nothing to say.
     public func setUpSummary(_ id: UpgradeID) -> String { "" }
+    /// Nothing to get ready.
+    public func standBy() {}
+    /// Nothing to undo.
+    public func standDown() async {}
 }

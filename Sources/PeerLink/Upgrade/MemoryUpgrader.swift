@@ -22,6 +22,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     private var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
     private var left: [UpgradeID] = []
     private var prepared: [UpgradeID] = []
+    private var standBys = 0
     private var leaveDelay: Double = 0
     private var unreachableFor: Double = 0
     /// Bandwidth, delay and loss of the links on groups this node forms.
@@ -70,6 +71,12 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
 
     /// Only noted (`preparedJoins`): a memory group needs nothing before its address.
     public func prepare(_ id: UpgradeID) { lock.withLock { prepared.append(id) } }
+
+    /// Only counted (`sessionsStandingBy`): a memory medium has nothing to get ready.
+    public func standBy() { lock.withLock { standBys += 1 } }
+    public func standDown() async { lock.withLock { standBys -= 1 } }
+    /// `standBy` calls not yet balanced by `standDown`.
+    public var sessionsStandingBy: Int { lock.withLock { standBys } }
 
     public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
         if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }

@@ -114,7 +114,7 @@ enum RadioCapabilities {
             supplicantLine = "wpa_supplicant runs but refuses this user (\(why))"
         case .notManaging:
             running = true
-            supplicantLine = "wpa_supplicant runs and does not manage \(name) yet; PeerLink adds it (CreateInterface) when it needs it"
+            supplicantLine = "wpa_supplicant runs and does not manage \(name) yet; PeerLink adds it (CreateInterface) while a session that may use Wi-Fi Direct runs"
         case let .managing(m):
             running = true; managed = true; modes = m
             supplicantLine = "wpa_supplicant manages \(name) (modes: \(m?.joined(separator: ", ") ?? "not reported"))"

@@ -19,6 +19,8 @@ public final class WiFiDirect: @unchecked Sendable {
     var live: [WiFiGroupID: LiveGroup] = [:]
     /// Radios PeerLink added to wpa_supplicant: interface name → object path.
     var created: [String: String] = [:]
+    /// Radios kept under wpa_supplicant (`holdRadio`), with how many holds each has.
+    var holds: [String: Int] = [:]
     /// Event streams per group, so that `leave` can end them with `.left`.
     var sinks: [WiFiGroupID: [Int: AsyncStream<WiFiGroupEvent>.Continuation]] = [:]
     var nextSink = 0
@@ -81,14 +83,14 @@ public final class WiFiDirect: @unchecked Sendable {
         }
     }
 
-    /// Removes the wpa_supplicant interfaces PeerLink added that no live group uses (best
-    /// effort; an interface is forgotten once wpa_supplicant no longer has it). Not while
+    /// Removes the wpa_supplicant interfaces PeerLink added that no live group uses and no
+    /// one holds (best effort; an interface is forgotten once wpa_supplicant no longer has it). Not while
     /// wpa_supplicant runs any P2P group: removing any radio's interface makes it end every
     /// P2P group it runs (`wpa_supplicant_deinit_iface` calls `wpas_p2p_group_remove(wpa_s,
     /// "*")`), ours and NetworkManager's alike. Such interfaces go at a later leave.
     func releaseRadios(_ bus: WPASupplicantBus) {
         let unused: [String: String] = lock.withLock {
-            created.filter { name, _ in !live.values.contains { $0.group.radio == name } }
+            created.filter { name, _ in holds[name] == nil && !live.values.contains { $0.group.radio == name } }
         }
         guard !unused.isEmpty, !p2pGroupsRunning(bus) else { return }
         for (radio, path) in unused.sorted(by: { $0.key < $1.key }) {

@@ -16,6 +16,9 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     /// Joins being prepared (`prepare`), so that `join` and `leave` wait for them; each
     /// says how long putting the radio under wpa_supplicant took (nil: it failed).
     private var preparing: [UpgradeID: Task<Duration?, Never>] = [:]
+    /// One per `standBy` not yet stood down: the radio it holds under wpa_supplicant (nil
+    /// when none could be chosen).
+    private var standing: [Task<String?, Never>] = []
 
     public init(wifi: WiFiDirect = WiFiDirect(), interface: String? = nil) {
         self.wifi = wifi
@@ -52,6 +55,7 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     }
 
     public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
+        await radioStandingBy()
         let (interface, report) = try await radio().get()
         let group = report.p2p.available
             // The joiner needs longer to join and dial than DAD takes here (~1 s): the address
@@ -68,6 +72,30 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
         }
     }
 
+    /// Puts the radio under wpa_supplicant and keeps it there while a session stands by, so
+    /// that neither forming nor joining a group waits for `CreateInterface`. A radio that
+    /// wpa_supplicant already manages (NetworkManager's) is left as it is.
+    public func standBy() {
+        let task = Task { [self] () -> String? in
+            guard case let .success((interface, _)) = await radio() else { return nil }
+            _ = try? await wifi.holdRadio(interface: interface)
+            return interface
+        }
+        lock.withLock { standing.append(task) }
+    }
+
+    /// Ends one `standBy`; after the last, the radio goes back as it was unless a group uses it.
+    public func standDown() async {
+        guard let task = lock.withLock({ standing.isEmpty ? nil : standing.removeFirst() }) else { return }
+        if let interface = await task.value { await wifi.releaseRadio(interface: interface) }
+    }
+
+    /// Waits for a radio still being put under wpa_supplicant by `standBy`, rather than
+    /// adding it a second time beside it.
+    private func radioStandingBy() async {
+        for t in lock.withLock({ standing }) { _ = await t.value }
+    }
+
     /// Puts the radio under wpa_supplicant while the host forms its group (the first step of
     /// joining, which needs no credentials).
     public func prepare(_ id: UpgradeID) {
@@ -79,6 +107,7 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     }
 
     public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
+        await radioStandingBy()
         let ahead = await lock.withLock({ preparing[id] })?.value ?? nil
         let p = try WiFiDirectParameters(parameters)
         let (interface, _) = try await radio().get()
