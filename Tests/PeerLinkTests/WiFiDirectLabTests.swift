@@ -246,6 +246,64 @@ final class WiFiDirectLabTests: XCTestCase {
         try assertLeftAsFound(a, b)
     }
 
+    /// A radio driven by a wpa_supplicant of its own, as dhcpcd's hook starts one on Raspberry
+    /// Pi OS Bullseye (`wpa_supplicant -B -c CONF -i wlan0`): PeerLink reports it and never
+    /// adds the radio to the D-Bus wpa_supplicant (which would cut that one's Wi-Fi); the other
+    /// wpa_supplicant keeps answering. Then the same without a control socket, found by its
+    /// command line.
+    func test7RadioDrivenByAnotherWpaSupplicantIsLeftAlone() async throws {
+        let (a, b) = try labNodes()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-other-wpa-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        func startOther(controlSocket: Bool) throws {
+            let conf = (controlSocket ? "ctrl_interface=DIR=/run/wpa_supplicant GROUP=netdev\n" : "") + "update_config=0\ncountry=GB\n"
+            try conf.write(toFile: "\(dir)/other.conf", atomically: true, encoding: .utf8)
+            try labShell("/sbin/wpa_supplicant -B -c \(dir)/other.conf -i \(a.radio) -Dnl80211 -P \(dir)/other.pid -f \(dir)/other.log")
+        }
+        func stopOther() {
+            // SIGTERM: it removes its control socket and P2P device; wait until it has gone.
+            _ = try? labShell("p=$(cat \(dir)/other.pid 2>/dev/null) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1")
+            try? FileManager.default.removeItem(atPath: "\(dir)/other.pid")
+        }
+        defer { stopOther(); try? FileManager.default.removeItem(atPath: dir) }
+
+        try startOther(controlSocket: true)
+        let report = try await a.wifi.probe(interface: a.radio)
+        labLog("probe with another wpa_supplicant on \(a.radio): \(report.p2p.detail) / fix: \(report.p2p.fix ?? "")")
+        XCTAssertFalse(report.p2p.available)
+        XCTAssertFalse(report.softAP.available)
+        XCTAssertTrue(report.p2p.detail.contains("control socket /run/wpa_supplicant/\(a.radio)"), report.p2p.detail)
+        XCTAssertTrue(report.p2p.detail.contains("-i \(a.radio)"), "the process too: \(report.p2p.detail)")
+        do {
+            _ = try await a.wifi.formGroup(interface: a.radio, frequency: 2412)
+            XCTFail("formed a group on a radio another wpa_supplicant drives")
+        } catch let WiFiError.unsupported(interface, why) {
+            XCTAssertEqual(interface, a.radio)
+            XCTAssertTrue(why.contains("PeerLink leaves it alone"), why)
+        }
+        do {
+            _ = try await a.wifi.holdRadio(interface: a.radio)
+            XCTFail("held a radio another wpa_supplicant drives")
+        } catch WiFiError.unsupported {}
+        await a.wifi.releaseRadio(interface: a.radio)
+        XCTAssertEqual(try a.supplicantInterfaces(), [], "the D-Bus wpa_supplicant was never asked to add \(a.radio)")
+        let pong = try labShell("wpa_cli -p /run/wpa_supplicant -i \(a.radio) ping")
+        XCTAssertTrue(pong.contains("PONG"), "the other wpa_supplicant still drives \(a.radio): \(pong)")
+
+        stopOther()
+        try startOther(controlSocket: false)
+        let quiet = try await a.wifi.probe(interface: a.radio)
+        XCTAssertFalse(quiet.p2p.available, "found without a control socket: \(quiet.p2p.detail)")
+        XCTAssertTrue(quiet.p2p.detail.contains("pid "), quiet.p2p.detail)
+        XCTAssertFalse(quiet.p2p.detail.contains("control socket"), quiet.p2p.detail)
+        stopOther()
+
+        // Gone: the radio is usable again, and nothing was left behind.
+        let after = try await a.wifi.probe(interface: a.radio)
+        XCTAssertTrue(after.p2p.available, after.p2p.detail)
+        try assertLeftAsFound(a, b)
+    }
+
     /// The kernel's word on the group's link-local address now ("usable", "optimistic").
     func assertLinkLocal(of group: WiFiGroup, is state: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let status = IPv6LinkLocal.status(of: group.interface, in: try String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))

@@ -66,6 +66,8 @@ struct RadioFacts: Sendable, Equatable {
     /// The driver's valid interface combinations; nil when it reports none or nl80211 could
     /// not be read.
     var combinations: [WiFiInterfaceCombination]? = nil
+    /// Another program driving the radio (only looked for while `supplicant` is `notManaging`).
+    var otherDriver: OtherSupplicant? = nil
 }
 
 /// Everything `peerlink doctor` and the upgrade need to know about one radio.
@@ -114,7 +116,8 @@ enum RadioCapabilities {
             supplicantLine = "wpa_supplicant runs but refuses this user (\(why))"
         case .notManaging:
             running = true
-            supplicantLine = "wpa_supplicant runs and does not manage \(name) yet; PeerLink adds it (CreateInterface) while a session that may use Wi-Fi Direct runs"
+            supplicantLine = f.otherDriver.map { "wpa_supplicant runs and does not manage \(name): \($0.why(name))" }
+                ?? "wpa_supplicant runs and does not manage \(name) yet; PeerLink adds it (CreateInterface) while a session that may use Wi-Fi Direct runs"
         case let .managing(m):
             running = true; managed = true; modes = m
             supplicantLine = "wpa_supplicant manages \(name) (modes: \(m?.joined(separator: ", ") ?? "not reported"))"
@@ -138,6 +141,8 @@ enum RadioCapabilities {
         } else if f.supplicant == .notRunning {
             p2p = .no("wpa_supplicant is not running on D-Bus; PeerLink forms groups through it",
                       fix: "apt-get install wpasupplicant, then systemctl start wpa_supplicant (it must run with -u, as the packaged service does)")
+        } else if let other = f.otherDriver {
+            p2p = .no(other.why(name), fix: OtherSupplicant.fix(name))
         } else if let m = modes, !m.contains("p2p") {
             p2p = .no("wpa_supplicant manages \(name) without P2P (its Capabilities.Modes are \(m.joined(separator: ", "))): P2P is disabled in its configuration (p2p_disabled=1) or not built in",
                       fix: "remove p2p_disabled=1 from the wpa_supplicant configuration of \(name) and restart wpa_supplicant, or use the soft-AP fallback")
@@ -162,6 +167,8 @@ enum RadioCapabilities {
             softAP = .no("this user may not call wpa_supplicant (\(why))", fix: Self.permissionFix)
         } else if f.supplicant == .notRunning {
             softAP = .no("wpa_supplicant is not running on D-Bus", fix: "systemctl start wpa_supplicant")
+        } else if let other = f.otherDriver {
+            softAP = .no(other.why(name), fix: OtherSupplicant.fix(name))
         } else if let m = modes, !m.contains("ap") {
             softAP = .no("wpa_supplicant cannot run an access point on \(name) (modes: \(m.joined(separator: ", ")))",
                          fix: "use a wpa_supplicant built with AP support (Debian's is) and a driver with AP mode")

@@ -81,6 +81,23 @@ final class WPASupplicantBus: @unchecked Sendable {
         return r.first?.bool ?? false
     }
 
+    /// The process id of wpa_supplicant on this bus (nil when the bus does not say).
+    func ownerPID() -> Int32? {
+        guard let r = try? call("/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID", [.string(Self.service)],
+                                destination: "org.freedesktop.DBus"),
+              case let .uint32(pid)? = r.first?.unwrapped else { return nil }
+        return Int32(exactly: pid)
+    }
+
+    /// Throws `unsupported` when a program other than this wpa_supplicant drives `radio`
+    /// (`OtherSupplicant`): call before `createInterface`, which would cut that program's
+    /// Wi-Fi even when it fails.
+    func requireNoOtherDriver(_ radio: String) throws {
+        if let other = OtherSupplicantScan.find(radio, excludingPID: ownerPID()) {
+            throw WiFiError.unsupported(interface: radio, why: other.why(radio) + "; " + OtherSupplicant.fix(radio))
+        }
+    }
+
     /// The object path of the interface wpa_supplicant manages under that name, nil when it
     /// manages none.
     func interfacePath(_ ifname: String) throws -> String? {

@@ -120,6 +120,7 @@ public final class WiFiDirect: @unchecked Sendable {
     /// The radio's wpa_supplicant interface, added when missing. Returns its path.
     func ensureInterface(_ bus: WPASupplicantBus, _ radio: String, timings: inout StepTimings) throws -> String {
         if let p = try bus.interfacePath(radio) { return p }
+        try bus.requireNoOtherDriver(radio)
         return try timings.measure(.addInterface) {
             do {
                 let p = try bus.createInterface(radio)
@@ -156,6 +157,7 @@ public final class WiFiDirect: @unchecked Sendable {
         var supplicant: RadioFacts.Supplicant
         var nm = NetworkManagerStatus.unknown("not asked: no D-Bus")
         var managedNames: [String]?
+        var other: OtherSupplicant?
         do {
             let bus = try connection()
             nm = NetworkManagerProbe.status(of: radio, bus: bus)
@@ -167,6 +169,7 @@ public final class WiFiDirect: @unchecked Sendable {
                     supplicant = .managing(modes: try bus.interfaceInfo(path).modes)
                 } else {
                     supplicant = .notManaging
+                    other = OtherSupplicantScan.find(radio, excludingPID: bus.ownerPID())
                 }
             }
         } catch WiFiError.busUnavailable(let why) {
@@ -178,7 +181,7 @@ public final class WiFiDirect: @unchecked Sendable {
         }
         let facts = RadioFacts(interface: radio, phy: phyName, kernelTypes: types, supplicant: supplicant,
                                p2pDevice: WiFiRadios.p2pDevice(for: radio, devices: devices, supplicantInterfaces: managedNames),
-                               networkManager: nm, combinations: phy?.combinations)
+                               networkManager: nm, combinations: phy?.combinations, otherDriver: other)
         return RadioCapabilities.evaluate(facts)
     }
 
