@@ -85,8 +85,10 @@ func printCommon(_ e: Session.Event, names: NameBook, out: Output, showMessages:
         out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(reason) (retry in \(Int(retryIn)) s)",
                  ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": reason, "retryIn": retryIn])
     case let .linkUpgrade(peer, u):
-        out.emit("\(u.medium) with \(names.name(peer)): \(u.step.rawValue) after \(u.sinceLastStep) ms (\(u.sinceProposal) ms since the proposal)"
-                 + (u.detail.isEmpty ? "" : ": \(u.detail)"),
+        let text = u.step == .unavailable ? "\(u.medium) with \(names.name(peer)): \(u.detail)"
+            : "\(u.medium) with \(names.name(peer)): \(u.step.rawValue) after \(u.sinceLastStep) ms (\(u.sinceProposal) ms since the proposal)"
+                + (u.detail.isEmpty ? "" : ": \(u.detail)")
+        out.emit(text,
                  ["event": "upgrade", "peer": peer.description, "medium": u.medium, "id": u.id, "step": u.step.rawValue,
                   "stepMillis": u.sinceLastStep, "sinceProposalMillis": u.sinceProposal, "detail": u.detail])
     default:

@@ -110,6 +110,33 @@ final class LinkUpgradeTests: XCTestCase {
         XCTAssertEqual(a.phase, .idle)
     }
 
+    /// A side that cannot use the medium proposes nothing, and its timeline says why once
+    /// per reason (bulk traffic starts often).
+    func testASideThatCannotSaysWhyItProposedNothing() {
+        var a = LinkUpgrade(initiator: true)
+        XCTAssertFalse(a.propose("wifi-direct", reason: "file", now: 0))
+        XCTAssertTrue(a.takeActions().isEmpty, "availability not known yet: nothing to say")
+        a.setAvailability("wifi-direct", LinkUpgrade.Availability(roles: [], reason: "wlan0 is driven by another wpa_supplicant"))
+        XCTAssertFalse(a.propose("wifi-direct", reason: "sending 'a.bin' (1.0 MiB)", now: 5))
+        let told = a.takeActions()
+        XCTAssertTrue(sent(told).isEmpty, "nothing goes to the peer")
+        let e = told.compactMap { if case let .event(e) = $0 { return e }; return nil }
+        XCTAssertEqual(e.map(\.step), [.unavailable])
+        XCTAssertEqual(e.first?.detail, "not proposed for sending 'a.bin' (1.0 MiB): wlan0 is driven by another wpa_supplicant")
+        XCTAssertEqual(e.first?.medium, "wifi-direct")
+        XCTAssertEqual(e.first?.id, 0)
+        XCTAssertEqual(e.first?.sinceProposal, 0, "no negotiation to time")
+        XCTAssertEqual(a.phase, .idle)
+        XCTAssertFalse(a.propose("wifi-direct", reason: "sending 'b.bin'", now: 10))
+        XCTAssertTrue(a.takeActions().isEmpty, "said once")
+        a.setAvailability("wifi-direct", LinkUpgrade.Availability(roles: [], reason: "no radio"))
+        XCTAssertFalse(a.propose("wifi-direct", reason: "sending 'c.bin'", now: 20))
+        XCTAssertEqual(events(a.takeActions()), [.unavailable], "a new reason is told")
+        a.setAvailability("wifi-direct", both)
+        XCTAssertTrue(a.propose("wifi-direct", reason: "sending 'd.bin'", now: 30))
+        XCTAssertEqual(events(a.takeActions()), [.proposed])
+    }
+
     func testCrossedProposalsTheInitiatorsGoesAhead() {
         var (a, b) = pair()
         a.propose("wifi-direct", reason: "", now: 0)

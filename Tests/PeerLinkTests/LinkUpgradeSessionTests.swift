@@ -175,6 +175,14 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let count = await linkCount(p.sb)
         XCTAssertEqual(count, 1, "nothing but the Bluetooth link")
         XCTAssertEqual(p.ub.hostedGroups, [], "nothing was set up")
+        // Now the side that cannot sends: it proposes nothing, and its timeline says why.
+        let (back, _) = try file(p.dir, mib: 1)
+        try await p.sa.sendResource(at: back, name: "back.bin", to: p.b.peerID)
+        let told = await waitUntil(timeout: 5) { p.timeline.steps("a").contains { $0.step == .unavailable } }
+        XCTAssertTrue(told, "\(p.timeline.steps("a").map(\.step))")
+        let why = p.timeline.steps("a").first { $0.step == .unavailable }?.detail ?? ""
+        XCTAssertEqual(why, "not proposed for sending 'back.bin' (1.0 MiB): wlan0's driver does not support P2P")
+        XCTAssertFalse(p.timeline.steps("b").contains { $0.step == .receivedProposal }, "nothing reached the peer")
     }
 
     /// A host hands its group out before it can be reached (a Wi-Fi host's address still in

@@ -174,7 +174,10 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         try await lab.sb.sendResource(at: path, to: lab.a.peerID)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f1.bin")), content)
         XCTAssertEqual(lab.events.linksUp("b", .wifiDirect), [])
-        // b cannot propose (no radio); a never hears of it. Now a sends: b refuses with why.
+        // b cannot propose (no radio) and its timeline says so; a never hears of it.
+        let unavailable = lab.events.upgrades("b").first { $0.1.step == .unavailable }?.1.detail ?? ""
+        XCTAssertTrue(unavailable.contains("wlan9"), "b's timeline says why it proposed nothing: '\(unavailable)'")
+        // Now a sends: b refuses with why.
         let (back, _) = try file(lab.dir, mib: 1)
         try await lab.sa.sendResource(at: back, name: "back.bin", to: lab.b.peerID)
         let refused = lab.events.upgrades("a").first { $0.1.step == .rejected }?.1.detail ?? ""

@@ -82,6 +82,8 @@ public struct LinkUpgrade: Sendable {
     private var lastBulk: UInt64 = 0
     private var quietUntil: UInt64 = 0
     private var actions: [Action] = []
+    /// Per medium, the reason it could not be proposed that the timeline last showed.
+    private var toldUnavailable: [String: String] = [:]
 
     public init(initiator: Bool, config: Config = Config()) {
         self.initiator = initiator
@@ -105,12 +107,22 @@ public struct LinkUpgrade: Sendable {
 
     // MARK: local inputs
 
-    /// Proposes a link on `medium` (bulk traffic started, or the policy asks). Returns false,
-    /// doing nothing, when a negotiation is under way or up, the last one failed recently, or
-    /// this side cannot use the medium.
+    /// Proposes a link on `medium` (bulk traffic started, or the policy asks). Returns false
+    /// when a negotiation is under way or up, the last one failed recently, or this side
+    /// cannot use the medium; in that last case the timeline says why (`unavailable`, once
+    /// per reason), since nothing else would tell the user why bulk stays on a slow link.
     @discardableResult
     public mutating func propose(_ medium: String, reason: String, now: UInt64) -> Bool {
-        guard phase == .idle, now >= quietUntil, let a = availability[medium], !a.roles.isEmpty else { return false }
+        guard phase == .idle, now >= quietUntil, let a = availability[medium] else { return false }
+        guard !a.roles.isEmpty else {
+            let why = a.reason.isEmpty ? "this side can neither host nor join" : a.reason
+            if toldUnavailable[medium] != why {
+                toldUnavailable[medium] = why
+                actions.append(.event(UpgradeEvent(id: 0, medium: medium, step: .unavailable, sinceProposal: 0, sinceLastStep: 0,
+                                                   detail: "not proposed for \(reason): \(why)")))
+            }
+            return false
+        }
         let id = nextID
         nextID &+= 2
         current = (id, medium, nil)
@@ -296,6 +308,8 @@ public struct UpgradeEvent: Sendable, Equatable {
     public enum Step: String, Sendable, Equatable {
         case proposed, receivedProposal = "received-proposal", accepted, rejected, refused, hosted, ready
         case linkUp = "link-up", failed, tornDown = "torn-down"
+        /// Bulk traffic started but this side cannot use the medium (id 0: nothing was sent).
+        case unavailable
     }
     public var id: UInt32
     public var medium: String
