@@ -246,6 +246,22 @@ final class WiFiDirectLabTests: XCTestCase {
         try assertLeftAsFound(a, b)
     }
 
+    /// A field node runs for weeks and a package upgrade restarts wpa_supplicant: a held
+    /// radio is added to the new one without waiting for the next group.
+    func test8HeldRadioComesBackAfterWpaSupplicantRestarts() async throws {
+        let (a, b) = try labNodes()
+        _ = try await a.wifi.holdRadio(interface: a.radio)
+        XCTAssertEqual(try a.supplicantInterfaces(), [a.radio])
+        try labShell("bash Hardware/bt-lab/guest-wifi.sh stop-supplicant 0 && bash Hardware/bt-lab/guest-wifi.sh supplicant 0")
+        let back = await waitUntil(timeout: 20) { (try? a.supplicantInterfaces()) == [a.radio] }
+        XCTAssertTrue(back, "the held radio is under the new wpa_supplicant: \((try? a.supplicantInterfaces()) ?? [])")
+        let owner = try await a.wifi.formGroup(interface: a.radio, frequency: 2412)
+        XCTAssertFalse(owner.timings.contains { $0.step == .addInterface }, describe(owner.timings))
+        await a.wifi.leave(owner)
+        await a.wifi.releaseRadio(interface: a.radio)
+        try assertLeftAsFound(a, b)
+    }
+
     /// A radio driven by a wpa_supplicant of its own, as dhcpcd's hook starts one on Raspberry
     /// Pi OS Bullseye (`wpa_supplicant -B -c CONF -i wlan0`): PeerLink reports it and never
     /// adds the radio to the D-Bus wpa_supplicant (which would cut that one's Wi-Fi); the other

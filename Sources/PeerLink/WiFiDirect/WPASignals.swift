@@ -8,10 +8,14 @@ struct WPASignal: Sendable, Equatable {
     var args: [DBusValue]
 
     /// wpa_supplicant left the bus (stopped or crashed).
-    var isSupplicantGone: Bool {
+    var isSupplicantGone: Bool { supplicantPresence == false }
+
+    /// For the bus's `NameOwnerChanged` about wpa_supplicant: whether it is on the bus now
+    /// (false: it left; true: it came (back)); nil for any other signal.
+    var supplicantPresence: Bool? {
         guard member == "NameOwnerChanged", args.count == 3, case let .string(name) = args[0], name == WPASupplicantBus.service,
-              case let .string(newOwner) = args[2] else { return false }
-        return newOwner.isEmpty
+              case let .string(newOwner) = args[2] else { return nil }
+        return !newOwner.isEmpty
     }
 }
 

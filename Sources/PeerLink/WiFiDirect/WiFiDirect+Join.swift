@@ -23,37 +23,6 @@ extension WiFiDirect {
         try await offThePool { try self.addRadio(interface) }
     }
 
-    /// Puts `interface` under wpa_supplicant when it is not yet and keeps it there, through
-    /// groups formed and left, until `releaseRadio(interface:)` has been called as many
-    /// times: a node that expects to form or join groups pays for `CreateInterface` (1.3–2.6 s
-    /// in the lab) before a negotiation instead of during it. Returns how long adding took
-    /// (zero when wpa_supplicant already had the radio); the hold stands even when it throws.
-    public func holdRadio(interface: String) async throws -> Duration {
-        lock.withLock { holds[interface, default: 0] += 1 }
-        return try await offThePool { try self.addRadio(interface) }
-    }
-
-    /// Ends one `holdRadio(interface:)`; after the last, the radio leaves wpa_supplicant if
-    /// PeerLink added it and no group uses it (as `leave` does).
-    public func releaseRadio(interface: String) async {
-        let last: Bool = lock.withLock {
-            guard let n = holds[interface] else { return false }
-            holds[interface] = n > 1 ? n - 1 : nil
-            return n == 1
-        }
-        if last { await releaseUnusedRadios() }
-    }
-
-    /// `CreateInterface` for `interface` unless wpa_supplicant has it; how long that took.
-    private func addRadio(_ interface: String) throws -> Duration {
-        try WiFiRadios.require(interface, sysClassNet: sysClassNet)
-        let bus = try connection()
-        try requireSupplicant(bus)
-        var timings = StepTimings()
-        _ = try ensureInterface(bus, interface, timings: &timings)
-        return timings.steps.first?.duration ?? .zero
-    }
-
     /// Takes out of wpa_supplicant the radios PeerLink added that no group uses and no one
     /// holds (after a `prepareToJoin` whose join never came). Best effort.
     public func releaseUnusedRadios() async {

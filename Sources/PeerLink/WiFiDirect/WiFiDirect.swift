@@ -21,6 +21,8 @@ public final class WiFiDirect: @unchecked Sendable {
     var created: [String: String] = [:]
     /// Radios kept under wpa_supplicant (`holdRadio`), with how many holds each has.
     var holds: [String: Int] = [:]
+    /// The bus connection whose wpa_supplicant restarts re-add held radios.
+    weak var restartWatch: WPASupplicantBus?
     /// Event streams per group, so that `leave` can end them with `.left`.
     var sinks: [WiFiGroupID: [Int: AsyncStream<WiFiGroupEvent>.Continuation]] = [:]
     var nextSink = 0
