@@ -13,9 +13,10 @@ VENV="$LAB_DIR/venv"
 VNG_VERSION="${PEERLINK_VNG_VERSION:-1.42}"
 # wpasupplicant and iw: the Wi-Fi radios of `bt-lab.sh --radios N` (the VM shares this root
 # file system read-only, so wpa_supplicant, its D-Bus policy /etc/dbus-1/system.d/
-# wpa_supplicant.conf and iw come from here). Installing starts no daemon without systemd.
+# wpa_supplicant.conf and iw come from here). hostapd: a radio another program drives, in the
+# Wi-Fi lab. Installing starts no daemon without systemd (Debian ships hostapd.service masked).
 APT_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools dbus
-              python3-dbus python3-venv wpasupplicant iw)
+              python3-dbus python3-venv wpasupplicant iw hostapd)
 
 check_only=0
 [[ "${1:-}" == "--check" ]] && check_only=1

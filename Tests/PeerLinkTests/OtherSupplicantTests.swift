@@ -81,6 +81,9 @@ final class OtherSupplicantTests: XCTestCase {
         XCTAssertTrue(r.p2p.detail.contains("/run/wpa_supplicant/wlan0"), r.p2p.detail)
         XCTAssertTrue(r.p2p.fix?.contains("--wifi") ?? false, r.p2p.fix ?? "")
         XCTAssertTrue(r.supplicant.contains("does not manage wlan0: wlan0 is driven by"), r.supplicant)
+        let ap = OtherSupplicant(program: "hostapd", evidence: ["control socket /run/hostapd/wlan0"])
+        XCTAssertTrue(ap.why("wlan0").hasPrefix("wlan0 is driven by hostapd (control socket /run/hostapd/wlan0)"), ap.why("wlan0"))
+        XCTAssertTrue(ap.fix("wlan0").hasPrefix("stop hostapd on wlan0"), ap.fix("wlan0"))
     }
 
     func testParsersSurviveGarbage() {

@@ -314,9 +314,26 @@ final class WiFiDirectLabTests: XCTestCase {
         XCTAssertFalse(quiet.p2p.detail.contains("control socket"), quiet.p2p.detail)
         stopOther()
 
-        // Gone: the radio is usable again, and nothing was left behind.
+        // Gone: the radio is usable again.
         let after = try await a.wifi.probe(interface: a.radio)
         XCTAssertTrue(after.p2p.available, after.p2p.detail)
+
+        // hostapd running an access point on B's radio, with its control socket.
+        let ap = "interface=\(b.radio)\ndriver=nl80211\nssid=pl-other-ap\nhw_mode=g\nchannel=6\nctrl_interface=/run/hostapd\n"
+        try ap.write(toFile: "\(dir)/hostapd.conf", atomically: true, encoding: .utf8)
+        try labShell("/usr/sbin/hostapd -B -P \(dir)/hostapd.pid \(dir)/hostapd.conf")
+        defer { _ = try? labShell("p=$(cat \(dir)/hostapd.pid) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1") }
+        let apReport = try await b.wifi.probe(interface: b.radio)
+        labLog("probe with hostapd on \(b.radio): \(apReport.p2p.detail)")
+        XCTAssertFalse(apReport.p2p.available)
+        XCTAssertTrue(apReport.p2p.detail.contains("driven by hostapd (control socket /run/hostapd/\(b.radio))"), apReport.p2p.detail)
+        do {
+            _ = try await b.wifi.holdRadio(interface: b.radio)
+            XCTFail("held a radio hostapd drives")
+        } catch WiFiError.unsupported {}
+        await b.wifi.releaseRadio(interface: b.radio)
+        XCTAssertEqual(try b.supplicantInterfaces(), [], "B's wpa_supplicant was never asked to add \(b.radio)")
+        _ = try labShell("p=$(cat \(dir)/hostapd.pid) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1")
         try assertLeftAsFound(a, b)
     }
 

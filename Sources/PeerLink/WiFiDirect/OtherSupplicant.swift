@@ -23,8 +23,11 @@ struct OtherSupplicant: Sendable, Equatable {
     }
 
     /// What to do about it.
-    static func fix(_ radio: String) -> String {
-        "let the D-Bus wpa_supplicant drive \(radio) (NetworkManager does, as on Raspberry Pi OS Bookworm; instead of dhcpcd's or ifupdown's own wpa_supplicant), or give PeerLink a radio nothing else uses (--wifi)"
+    func fix(_ radio: String) -> String {
+        let instead = program == "hostapd"
+            ? "stop hostapd on \(radio) while PeerLink should use it"
+            : "let the D-Bus wpa_supplicant drive \(radio) (NetworkManager does, as on Raspberry Pi OS Bookworm; instead of dhcpcd's or ifupdown's own wpa_supplicant)"
+        return instead + ", or give PeerLink a radio nothing else uses (--wifi)"
     }
 }
 

@@ -142,7 +142,7 @@ enum RadioCapabilities {
             p2p = .no("wpa_supplicant is not running on D-Bus; PeerLink forms groups through it",
                       fix: "apt-get install wpasupplicant, then systemctl start wpa_supplicant (it must run with -u, as the packaged service does)")
         } else if let other = f.otherDriver {
-            p2p = .no(other.why(name), fix: OtherSupplicant.fix(name))
+            p2p = .no(other.why(name), fix: other.fix(name))
         } else if let m = modes, !m.contains("p2p") {
             p2p = .no("wpa_supplicant manages \(name) without P2P (its Capabilities.Modes are \(m.joined(separator: ", "))): P2P is disabled in its configuration (p2p_disabled=1) or not built in",
                       fix: "remove p2p_disabled=1 from the wpa_supplicant configuration of \(name) and restart wpa_supplicant, or use the soft-AP fallback")
@@ -168,7 +168,7 @@ enum RadioCapabilities {
         } else if f.supplicant == .notRunning {
             softAP = .no("wpa_supplicant is not running on D-Bus", fix: "systemctl start wpa_supplicant")
         } else if let other = f.otherDriver {
-            softAP = .no(other.why(name), fix: OtherSupplicant.fix(name))
+            softAP = .no(other.why(name), fix: other.fix(name))
         } else if let m = modes, !m.contains("ap") {
             softAP = .no("wpa_supplicant cannot run an access point on \(name) (modes: \(m.joined(separator: ", ")))",
                          fix: "use a wpa_supplicant built with AP support (Debian's is) and a driver with AP mode")

@@ -94,7 +94,7 @@ final class WPASupplicantBus: @unchecked Sendable {
     /// Wi-Fi even when it fails.
     func requireNoOtherDriver(_ radio: String) throws {
         if let other = OtherSupplicantScan.find(radio, excludingPID: ownerPID()) {
-            throw WiFiError.unsupported(interface: radio, why: other.why(radio) + "; " + OtherSupplicant.fix(radio))
+            throw WiFiError.unsupported(interface: radio, why: other.why(radio) + "; " + other.fix(radio))
         }
     }
 
