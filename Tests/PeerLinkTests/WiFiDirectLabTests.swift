@@ -260,6 +260,16 @@ final class WiFiDirectLabTests: XCTestCase {
         await a.wifi.leave(owner)
         await a.wifi.releaseRadio(interface: a.radio)
         try assertLeftAsFound(a, b)
+
+        // A radio someone else added (as NetworkManager does) is theirs to add again.
+        _ = try WPASupplicantBus(address: a.bus).createInterface(a.radio)
+        let ahead = try await a.wifi.holdRadio(interface: a.radio)
+        XCTAssertEqual(ahead, .zero, "already there")
+        try labShell("bash Hardware/bt-lab/guest-wifi.sh stop-supplicant 0 && bash Hardware/bt-lab/guest-wifi.sh supplicant 0")
+        try await Task.sleep(nanoseconds: 5_000_000_000)
+        XCTAssertEqual(try a.supplicantInterfaces(), [], "PeerLink did not add its owner's radio back")
+        await a.wifi.releaseRadio(interface: a.radio)
+        try assertLeftAsFound(a, b)
     }
 
     /// A radio driven by a wpa_supplicant of its own, as dhcpcd's hook starts one on Raspberry

@@ -39,8 +39,10 @@ extension WiFiDirect {
     }
 
     /// Once per bus connection: when wpa_supplicant leaves the bus, the interfaces PeerLink
-    /// added went with it; when it is back, the radios still held are added again (off the
-    /// bus's thread), each checked as on first use.
+    /// added went with it; when it is back, those of them still held are added again (off the
+    /// bus's thread), each checked as on first use. A held radio PeerLink did not add
+    /// (NetworkManager's) is left to its owner, who adds it again itself: adding it first
+    /// would make it PeerLink's to remove.
     func watchForRestarts(_ bus: WPASupplicantBus) {
         let first: Bool = lock.withLock {
             guard restartWatch !== bus else { return false }
@@ -51,10 +53,16 @@ extension WiFiDirect {
         _ = bus.signals.subscribe { [weak self] s in
             guard let self, let present = s.supplicantPresence else { return }
             guard present else {
-                self.lock.withLock { self.created.removeAll() }
+                self.lock.withLock {
+                    self.addedBeforeRestart.formUnion(self.created.keys)
+                    self.created.removeAll()
+                }
                 return
             }
-            let held = self.lock.withLock { Array(self.holds.keys) }
+            let held: [String] = self.lock.withLock {
+                defer { self.addedBeforeRestart = [] }
+                return self.addedBeforeRestart.filter { self.holds[$0] != nil }
+            }
             guard !held.isEmpty else { return }
             BlockingCall.detach("pl.wifi.rehold") {
                 for radio in held.sorted() where self.lock.withLock({ self.holds[radio] != nil }) { _ = try? self.addRadio(radio) }

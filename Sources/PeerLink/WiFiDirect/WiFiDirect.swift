@@ -23,6 +23,8 @@ public final class WiFiDirect: @unchecked Sendable {
     var holds: [String: Int] = [:]
     /// The bus connection whose wpa_supplicant restarts re-add held radios.
     weak var restartWatch: WPASupplicantBus?
+    /// Radios PeerLink had added to a wpa_supplicant that left the bus, until it is back.
+    var addedBeforeRestart: Set<String> = []
     /// Event streams per group, so that `leave` can end them with `.left`.
     var sinks: [WiFiGroupID: [Int: AsyncStream<WiFiGroupEvent>.Continuation]] = [:]
     var nextSink = 0
