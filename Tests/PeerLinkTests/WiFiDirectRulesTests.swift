@@ -131,6 +131,21 @@ final class WiFiDirectRulesTests: XCTestCase {
         WPASignal(path: path, interface: iface, member: member, args: args)
     }
 
+    /// The bus's word on wpa_supplicant coming and going (held radios are added again when
+    /// it is back).
+    func testSupplicantPresenceFromNameOwnerChanged() {
+        func owner(_ name: String, old: String, new: String) -> WPASignal {
+            signal("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged", [.string(name), .string(old), .string(new)])
+        }
+        XCTAssertEqual(owner(WPASupplicantBus.service, old: ":1.4", new: "").supplicantPresence, false)
+        XCTAssertTrue(owner(WPASupplicantBus.service, old: ":1.4", new: "").isSupplicantGone)
+        XCTAssertEqual(owner(WPASupplicantBus.service, old: "", new: ":1.9").supplicantPresence, true)
+        XCTAssertFalse(owner(WPASupplicantBus.service, old: "", new: ":1.9").isSupplicantGone)
+        XCTAssertNil(owner("org.freedesktop.NetworkManager", old: "", new: ":1.2").supplicantPresence, "another name")
+        XCTAssertNil(signal("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged", [.string(WPASupplicantBus.service)]).supplicantPresence)
+        XCTAssertNil(signal(WPASupplicantBus.rootPath, WPASupplicantBus.service, "InterfaceAdded", []).supplicantPresence)
+    }
+
     func testWhichSignalsEndAGroup() {
         let radio = "/fi/w1/wpa_supplicant1/Interfaces/0", gi = "/fi/w1/wpa_supplicant1/Interfaces/1"
         let go = WiFiGroupEvents.Watch(role: .groupOwner, radioPath: radio, groupInterfacePath: gi, groupObject: gi + "/Groups/SD")
