@@ -287,8 +287,7 @@ final class WiFiDirectLabTests: XCTestCase {
             try labShell("/sbin/wpa_supplicant -B -c \(dir)/other.conf -i \(a.radio) -Dnl80211 -P \(dir)/other.pid -f \(dir)/other.log")
         }
         func stopOther() {
-            // SIGTERM: it removes its control socket and P2P device; wait until it has gone.
-            _ = try? labShell("p=$(cat \(dir)/other.pid 2>/dev/null) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1")
+            try? stopDaemon("\(dir)/other.pid")
             try? FileManager.default.removeItem(atPath: "\(dir)/other.pid")
         }
         defer { stopOther(); try? FileManager.default.removeItem(atPath: dir) }
@@ -307,12 +306,7 @@ final class WiFiDirectLabTests: XCTestCase {
             XCTAssertEqual(interface, a.radio)
             XCTAssertTrue(why.contains("PeerLink leaves it alone"), why)
         }
-        do {
-            _ = try await a.wifi.holdRadio(interface: a.radio)
-            XCTFail("held a radio another wpa_supplicant drives")
-        } catch WiFiError.unsupported {}
-        await a.wifi.releaseRadio(interface: a.radio)
-        XCTAssertEqual(try a.supplicantInterfaces(), [], "the D-Bus wpa_supplicant was never asked to add \(a.radio)")
+        try await assertHoldRefused(a, "another wpa_supplicant")
         let pong = try labShell("wpa_cli -p /run/wpa_supplicant -i \(a.radio) ping")
         XCTAssertTrue(pong.contains("PONG"), "the other wpa_supplicant still drives \(a.radio): \(pong)")
 
@@ -332,19 +326,31 @@ final class WiFiDirectLabTests: XCTestCase {
         let ap = "interface=\(b.radio)\ndriver=nl80211\nssid=pl-other-ap\nhw_mode=g\nchannel=6\nctrl_interface=/run/hostapd\n"
         try ap.write(toFile: "\(dir)/hostapd.conf", atomically: true, encoding: .utf8)
         try labShell("/usr/sbin/hostapd -B -P \(dir)/hostapd.pid \(dir)/hostapd.conf")
-        defer { _ = try? labShell("p=$(cat \(dir)/hostapd.pid) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1") }
+        defer { try? stopDaemon("\(dir)/hostapd.pid") }
         let apReport = try await b.wifi.probe(interface: b.radio)
         labLog("probe with hostapd on \(b.radio): \(apReport.p2p.detail)")
         XCTAssertFalse(apReport.p2p.available)
         XCTAssertTrue(apReport.p2p.detail.contains("driven by hostapd (control socket /run/hostapd/\(b.radio))"), apReport.p2p.detail)
-        do {
-            _ = try await b.wifi.holdRadio(interface: b.radio)
-            XCTFail("held a radio hostapd drives")
-        } catch WiFiError.unsupported {}
-        await b.wifi.releaseRadio(interface: b.radio)
-        XCTAssertEqual(try b.supplicantInterfaces(), [], "B's wpa_supplicant was never asked to add \(b.radio)")
-        _ = try labShell("p=$(cat \(dir)/hostapd.pid) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1")
+        try await assertHoldRefused(b, "hostapd")
+        try stopDaemon("\(dir)/hostapd.pid")
         try assertLeftAsFound(a, b)
+    }
+
+    /// `holdRadio` refuses `node`'s radio, which `driver` drives, and the node's wpa_supplicant
+    /// was never asked to add it.
+    func assertHoldRefused(_ node: WiFiLabNode, _ driver: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+        do {
+            _ = try await node.wifi.holdRadio(interface: node.radio)
+            XCTFail("held a radio \(driver) drives", file: file, line: line)
+        } catch WiFiError.unsupported {}
+        await node.wifi.releaseRadio(interface: node.radio)
+        XCTAssertEqual(try node.supplicantInterfaces(), [], "wpa_supplicant was never asked to add \(node.radio)", file: file, line: line)
+    }
+
+    /// Stops the daemon whose pid is in `pidFile` (SIGTERM, then up to 10 s for it to exit:
+    /// it removes its control socket and P2P device on the way out).
+    func stopDaemon(_ pidFile: String) throws {
+        try labShell("p=$(cat \(pidFile)) && kill $p && for i in $(seq 100); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1")
     }
 
     /// The kernel's word on the group's link-local address now ("usable", "optimistic").
