@@ -8,6 +8,9 @@
 //    that an unknown close-reason byte is normalised to 0 (`unspecified`);
 //  - the re-encoding decodes to an equal frame and never exceeds WireLimits.frame;
 //  - a frame's encodedParts (head, payload), where it has them, join into its encoding;
+//  - split where payloadLayout says (as a link decrypting a payload apart does), the input
+//    decodes through decode(head:payload:) to the same frame or the same kind of failure,
+//    and the offset is where encodedParts cuts;
 //  - limits hold on accepted frames (invite context, names, close text, seq > 0).
 
 fileprivate func check(_ ok: Bool, _ what: @autoclosure () -> String) {
@@ -17,11 +20,16 @@ fileprivate func check(_ ok: Bool, _ what: @autoclosure () -> String) {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
+    let apart = Frame.payloadLayout(Array(input.prefix(Frame.payloadPeek))).flatMap { layout -> Result<Frame, Error>? in
+        guard layout.offset <= input.count else { return nil }
+        return Result { try Frame.decode(head: Array(input[..<layout.offset]), payload: Array(input[layout.offset...])) }
+    }
     let frame: Frame
     do {
         frame = try Frame.decode(input)
     } catch let e as WireError {
         check(!e.description.isEmpty, "empty error description")
+        if case let .success(f)? = apart { fatalError("decoded apart as \(f) but whole it fails: \(e)") }
         return 0
     } catch {
         fatalError("Frame.decode threw a non-WireError: \(error)")
@@ -36,6 +44,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     check(encoded.count <= WireLimits.frame, "re-encoding longer than the frame limit")
     if let parts = frame.encodedParts() {
         check(parts.head + parts.payload == encoded, "encodedParts do not join into the encoding of \(frame)")
+    }
+    if let apart {
+        guard case let .success(f) = apart else { fatalError("decodes whole as \(frame) but not apart: \(apart)") }
+        check(f == frame, "decoded apart as \(f), whole as \(frame)")
+        check(frame.encodedParts()?.head.count == Frame.payloadLayout(Array(input.prefix(Frame.payloadPeek)))?.offset,
+              "payloadLayout and encodedParts cut \(frame) at different places")
+    } else {
+        check(frame.encodedParts() == nil, "\(frame) has encodedParts but no payloadLayout")
     }
     do {
         let again = try Frame.decode(encoded)

@@ -87,6 +87,56 @@ public enum Frame: Equatable, Sendable {
         return (w.bytes, payload)
     }
 
+    /// Plaintext bytes `payloadLayout` needs to see: more than the longest head
+    /// `encodedParts` writes.
+    public static let payloadPeek = 16
+
+    /// Where the application payload starts in a frame whose encoding begins with `prefix`,
+    /// for the frames `encodedParts` splits (unreliable messages, message parts, stream data),
+    /// and whether it is a message part that more parts will follow; nil for other frames and
+    /// when `prefix` is too short to tell. Checks only what it reads: `decode(head:payload:)`
+    /// checks the rest.
+    public static func payloadLayout(_ prefix: [UInt8]) -> (offset: Int, unfinishedPart: Bool)? {
+        guard let t = prefix.first, let kind = Kind(rawValue: t) else { return nil }
+        switch kind {
+        case .unreliable:
+            return (1, false)
+        case .reliable, .bulk:
+            // type, 8-byte sequence number, record type, then the record's own head
+            guard prefix.count >= 11, let record = Record.Kind(rawValue: prefix[9]) else { return nil }
+            switch record {
+            case .messagePart: return (11, prefix[10] == 0)
+            case .streamData: return prefix.count >= 14 ? (14, false) : nil
+            default: return nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// The frame encoded as `head` followed by `payload`, split where `payloadLayout` said: the
+    /// frame carries `payload` itself (no copy). Throws as `decode(_:)` does for the joined
+    /// bytes, and when `head` is not exactly a frame's head up to its payload.
+    public static func decode(head: [UInt8], payload: [UInt8]) throws -> Frame {
+        guard head.count + payload.count <= WireLimits.frame else {
+            throw WireError.limitExceeded(field: "frame size", value: head.count + payload.count, limit: WireLimits.frame)
+        }
+        guard payloadLayout(head)?.offset == head.count else {
+            throw WireError.invalid(field: "frame head", reason: "does not end where the payload starts")
+        }
+        // The head alone is the same frame with an empty payload; only the payload differs.
+        switch try decode(head) {
+        case .unreliable:
+            return .unreliable(payload: payload)
+        case let .reliable(seq, record):
+            return .reliable(seq: seq, record: record.carrying(payload))
+        case let .bulk(seq, record):
+            return .bulk(seq: seq, record: record.carrying(payload))
+        default:
+            throw WireError.invalid(field: "frame head", reason: "not a frame that ends with a payload")
+        }
+    }
+
     /// Bytes of the variable-length part a frame carries (payload, context), for sizing buffers.
     var payloadCount: Int {
         switch self {
@@ -196,6 +246,16 @@ public enum Record: Equatable, Sendable {
         case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
         case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
         case resourceError = 0x09, linkSetup = 0x0a
+    }
+
+    /// The same message part or stream data with `payload` as its bytes (other records as
+    /// they are; `Frame.decode(head:payload:)` only calls this for those two).
+    func carrying(_ payload: [UInt8]) -> Record {
+        switch self {
+        case let .messagePart(final, _): return .messagePart(final: final, bytes: payload[...])
+        case let .streamData(stream, _): return .streamData(stream: stream, bytes: payload[...])
+        default: return self
+        }
     }
 
     /// Bytes of the variable-length part of the record (data, names), for sizing buffers.

@@ -92,4 +92,56 @@ final class ChaChaPolyContextTests: XCTestCase {
         var keyless = NoiseCipherState()
         XCTAssertThrowsError(try keyless.encrypt([1], headroom: 2))
     }
+
+    /// Decrypting in two arrays gives the plaintext cut where `split` said (from the bytes it
+    /// was shown), with the spare room asked for; a nil or out-of-range answer keeps it whole.
+    func testDecryptingApartCutsWhereSplitSays() throws {
+        let key = (0..<32).map { UInt8(255 - $0) }
+        var sender = NoiseCipherState(key: key), receiver = NoiseCipherState(key: key)
+        let cases: [(size: Int, cut: Int?, spare: Int)] = [(0, nil, 0), (0, 0, 0), (5, 3, 0), (16, 16, 0), (16, 11, 9),
+                                                           (17, 11, 0), (4096, 11, 4096), (65_519, 14, 0), (65_519, 0, 0),
+                                                           (100, 17, 0), (100, -1, 0), (100, nil, 0)]
+        for (size, cut, spare) in cases {
+            let plain = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            let sealed = try sender.encrypt(plain)
+            var shown: [UInt8]?
+            let parts = try receiver.decrypt(sealed, peek: 16) { first in
+                shown = first
+                return cut.map { ($0, spare) }
+            }
+            XCTAssertEqual(shown, Array(plain.prefix(16)), "split sees the first bytes (\(size))")
+            if let cut, cut >= 0, cut <= min(16, size) {
+                XCTAssertEqual(parts.head, Array(plain[..<cut]), "\(size) at \(cut)")
+                let tail = try XCTUnwrap(parts.tail)
+                XCTAssertEqual(tail, Array(plain[cut...]))
+                XCTAssertGreaterThanOrEqual(tail.capacity, tail.count + spare)
+            } else {
+                XCTAssertEqual(parts.head, plain, "kept whole (\(size), cut \(String(describing: cut)))")
+                XCTAssertNil(parts.tail)
+            }
+        }
+        XCTAssertEqual(receiver.nonce, UInt64(cases.count))
+    }
+
+    /// A changed byte anywhere, in the part `split` sees or after it, fails the whole message
+    /// and leaves the nonce where it was, so the real message still opens.
+    func testDecryptingApartRefusesAnyChangedByte() throws {
+        let key = [UInt8](repeating: 9, count: 32)
+        var sender = NoiseCipherState(key: key), receiver = NoiseCipherState(key: key)
+        let plain = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
+        let sealed = try sender.encrypt(plain)
+        for i in [0, 5, 15, 16, 17, 150, 299, 300, 315] {
+            var bad = sealed
+            bad[i] ^= 0x80
+            XCTAssertThrowsError(try receiver.decrypt(bad, peek: 16) { _ in (11, 0) }, "byte \(i)") { error in
+                XCTAssertEqual(error as? NoiseError, .decryptFailed)
+            }
+            XCTAssertEqual(receiver.nonce, 0)
+        }
+        XCTAssertThrowsError(try receiver.decrypt(Array(sealed.prefix(15)), peek: 16) { _ in nil })
+        let parts = try receiver.decrypt(sealed, peek: 16) { _ in (11, 0) }
+        XCTAssertEqual(parts.head + (parts.tail ?? []), plain)
+        var keyless = NoiseCipherState()
+        XCTAssertThrowsError(try keyless.decrypt(sealed, peek: 16) { _ in nil })
+    }
 }

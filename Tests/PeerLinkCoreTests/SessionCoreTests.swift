@@ -63,6 +63,51 @@ final class SessionCoreTests: XCTestCase {
         XCTAssertEqual(p.a.unacknowledgedBytes, 0)
     }
 
+    /// A payload that arrives in an array of its own (a link that decrypts payloads apart)
+    /// reaches the application as that array, and a last part is appended to the first one's
+    /// array when it has room: neither is copied. Parts without room are joined as before.
+    func testPayloadsInTheirOwnArraysAreDeliveredWithoutACopy() throws {
+        var b = SessionCore(role: .responder)
+        b.linkUp(1, now: 0)
+        func storage(_ a: [UInt8]) -> UnsafeRawPointer? { a.withUnsafeBytes { $0.baseAddress } }
+        func delivered() -> [[UInt8]] {
+            b.takeOutputs().compactMap { if case let .event(.message(m, true)) = $0 { return m }; return nil }
+        }
+        let whole = message(1, size: 65_000)
+        let wholeAt = storage(whole)
+        b.receive(.reliable(seq: 1, record: .messagePart(final: true, bytes: whole[...])), on: 1, now: 0)
+        var got = delivered()
+        XCTAssertEqual(got, [whole])
+        XCTAssertEqual(got.first.flatMap(storage), wholeAt, "a whole-array payload is handed over, not copied")
+
+        // The first part's array, with spare room, held by nobody but the session (as a
+        // link's is once it has handed the frame on).
+        func receiveFirstPart() -> UnsafeRawPointer? {
+            var first = [UInt8]()
+            first.reserveCapacity(65_487 + 4096)
+            first.append(contentsOf: message(2, size: 65_487))
+            b.receive(.reliable(seq: 2, record: .messagePart(final: false, bytes: first[...])), on: 1, now: 0)
+            return storage(first)
+        }
+        let firstAt = receiveFirstPart()
+        let last = message(3, size: 49)
+        b.receive(.reliable(seq: 3, record: .messagePart(final: true, bytes: last[...])), on: 1, now: 0)
+        got = delivered()
+        XCTAssertEqual(got, [message(2, size: 65_487) + last])
+        XCTAssertEqual(got.first.flatMap(storage), firstAt, "the last part went into the first part's spare room")
+
+        // Slices of a larger plaintext, and a first part with no room: joined into a new array.
+        let plaintext = [0xee] + message(4, size: 30_000)
+        b.receive(.reliable(seq: 4, record: .messagePart(final: false, bytes: plaintext[1...])), on: 1, now: 0)
+        b.receive(.reliable(seq: 5, record: .messagePart(final: false, bytes: last[...])), on: 1, now: 0)
+        b.receive(.reliable(seq: 6, record: .messagePart(final: true, bytes: whole[...])), on: 1, now: 0)
+        got = delivered()
+        XCTAssertEqual(got, [message(4, size: 30_000) + last + whole])
+        XCTAssertNotEqual(got.first.flatMap(storage), storage(plaintext))
+        XCTAssertEqual(whole, message(1, size: 65_000), "the sender's arrays are unchanged")
+        XCTAssertEqual(last, message(3, size: 49))
+    }
+
     /// With every link fast, messages are cut into pieces as large as a frame takes; with a
     /// slow link in the session, into `fragmentSize` ones. Both reassemble to the message.
     func testFastLinksOnlyCutsFrameSizedFragments() throws {

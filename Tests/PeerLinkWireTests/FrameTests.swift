@@ -109,6 +109,64 @@ final class FrameTests: XCTestCase {
         }
     }
 
+    /// A link that decrypts a payload apart cuts the plaintext where `payloadLayout` says,
+    /// from its first 16 bytes alone: that is where `encodedParts` cuts, and the two arrays
+    /// decode to the frame the joined bytes make, carrying the payload array itself.
+    func testPayloadLayoutCutsWhereEncodedPartsDoAndDecodesApart() throws {
+        let big = [UInt8](repeating: 5, count: 65_000)
+        let more: [Frame] = [.reliable(seq: 20, record: .messagePart(final: false, bytes: big[...])),
+                             .bulk(seq: 21, record: .streamData(stream: 6, bytes: big[...])),
+                             .unreliable(payload: big)]
+        for f in Self.samples + more {
+            let enc = f.encode()
+            let layout = Frame.payloadLayout(Array(enc.prefix(Frame.payloadPeek)))
+            XCTAssertEqual(layout?.offset, f.encodedParts()?.head.count, "\(f)")
+            guard let layout else { continue }
+            if case .reliable(_, .messagePart(false, _)) = f { XCTAssertTrue(layout.unfinishedPart, "\(f)") } else { XCTAssertFalse(layout.unfinishedPart, "\(f)") }
+            let payload = Array(enc[layout.offset...])
+            let apart = try Frame.decode(head: Array(enc[..<layout.offset]), payload: payload)
+            XCTAssertEqual(apart, f)
+            switch apart {
+            case let .reliable(_, .messagePart(_, bytes)), let .bulk(_, .streamData(_, bytes)), let .reliable(_, .streamData(_, bytes)):
+                XCTAssertEqual(bytes.startIndex, 0, "the slice is the whole payload array")
+                XCTAssertEqual(bytes.count, payload.count)
+            case .unreliable: break
+            default: XCTFail("decoded apart as \(apart)")
+            }
+        }
+        // Too short to tell, or frames without a trailing payload: keep the plaintext whole.
+        XCTAssertNil(Frame.payloadLayout([]))
+        XCTAssertNil(Frame.payloadLayout([Frame.Kind.reliable.rawValue, 0, 0, 0, 0, 0, 0, 0, 1, Record.Kind.messagePart.rawValue]))
+        XCTAssertNil(Frame.payloadLayout([Frame.Kind.bulk.rawValue, 0, 0, 0, 0, 0, 0, 0, 1, Record.Kind.streamData.rawValue, 1, 0, 0]))
+        XCTAssertNil(Frame.payloadLayout([FramePieces.kind, 1, 2, 3]))
+        XCTAssertNil(Frame.payloadLayout([0xee] + [UInt8](repeating: 0, count: 20)))
+    }
+
+    /// A head that does not end where its payload starts, a record that may not carry bytes on
+    /// its lane, or a frame over the size limit is refused apart as it is whole.
+    func testDecodingApartRefusesWhatTheWholeFrameWould() throws {
+        let part = Frame.reliable(seq: 1, record: .messagePart(final: true, bytes: [1, 2, 3][...])).encode()
+        XCTAssertThrowsError(try Frame.decode(head: Array(part[..<10]), payload: Array(part[10...])))
+        XCTAssertThrowsError(try Frame.decode(head: Array(part[..<12]), payload: Array(part[12...])))
+        var zeroSeq = part
+        zeroSeq[8] = 0
+        XCTAssertThrowsError(try Frame.decode(head: Array(zeroSeq[..<11]), payload: Array(zeroSeq[11...])))
+        XCTAssertThrowsError(try Frame.decode(zeroSeq))
+        var badFinal = part
+        badFinal[10] = 2
+        XCTAssertThrowsError(try Frame.decode(head: Array(badFinal[..<11]), payload: Array(badFinal[11...])))
+        let onBulk = Frame.bulk(seq: 1, record: .streamData(stream: 2, bytes: [7][...])).encode()
+        var messageOnBulk = Array(onBulk[..<10]) + [0]  // bulk lane, MESSAGE_PART record
+        messageOnBulk[9] = Record.Kind.messagePart.rawValue
+        messageOnBulk[10] = 1
+        XCTAssertThrowsError(try Frame.decode(messageOnBulk + [7]))
+        XCTAssertThrowsError(try Frame.decode(head: messageOnBulk, payload: [7]))
+        let head = Array(part[..<11])
+        XCTAssertThrowsError(try Frame.decode(head: head, payload: [UInt8](repeating: 0, count: WireLimits.frame - 10))) { error in
+            guard case WireError.limitExceeded = error else { return XCTFail("\(error)") }
+        }
+    }
+
     func testKnownEncodings() throws {
         XCTAssertEqual(Frame.ack(upTo: 0x0102).encode(), [0x04, 0, 0, 0, 0, 0, 0, 0x01, 0x02])
         XCTAssertEqual(Frame.inviteReply(id: 1, answer: .accepted).encode(), [0x02, 0, 0, 0, 1, 1])

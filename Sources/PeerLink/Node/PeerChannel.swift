@@ -117,7 +117,7 @@ actor PeerChannel {
             do {
                 while let frames = try await link.receiveBatch() {
                     guard let self else { return }
-                    await self.received(frames, on: link.id)
+                    await self.received(consume frames, on: link.id)
                 }
                 await self?.linkGone(link.id, reason: "closed by the remote")
             } catch {
@@ -141,9 +141,13 @@ actor PeerChannel {
         process()
     }
 
-    private func received(_ frames: [Frame], on link: LinkID) {
+    private func received(_ frames: consuming [Frame], on link: LinkID) {
         let now = Clock.now()
-        for frame in frames { core.receive(frame, on: link, now: now) }
+        // Each frame is let go as the core takes it, so a payload the core keeps (a message's
+        // first part) is the core's alone and the next part can be appended to it in place.
+        var pending = frames
+        pending.reverse()
+        while let frame = pending.popLast() { core.receive(frame, on: link, now: now) }
         process()
     }
 

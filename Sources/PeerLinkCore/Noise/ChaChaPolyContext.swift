@@ -107,6 +107,50 @@ final class ChaChaPolyContext: @unchecked Sendable {
         }
     }
 
+    /// Decrypting one message in steps, under the context's lock: `decrypt` as many times as
+    /// the caller likes (in order, each range once), then `verify`. Lets a caller look at the
+    /// first plaintext bytes before choosing where the rest goes.
+    struct Opening {
+        fileprivate let context: OpaquePointer
+        fileprivate let sealed: UnsafePointer<UInt8>
+        /// Plaintext bytes of the message (the sealed bytes less the tag).
+        let count: Int
+
+        /// Decrypts plaintext bytes `range` (ciphertext at the same offsets) into `out`, which
+        /// must hold `range.count` bytes.
+        func decrypt(_ range: Range<Int>, into out: UnsafeMutableRawPointer) -> Bool {
+            guard range.lowerBound >= 0, range.upperBound <= count else { return false }
+            guard !range.isEmpty else { return true }
+            var n: Int32 = 0
+            return EVP_DecryptUpdate(context, out.assumingMemoryBound(to: UInt8.self), &n,
+                                     sealed + range.lowerBound, Int32(range.count)) == 1 && Int(n) == range.count
+        }
+
+        /// Whether the tag authenticates everything decrypted: call once, after the last range.
+        func verify() -> Bool {
+            let tag = UnsafeMutableRawPointer(mutating: sealed + count)
+            guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(ChaChaPolyContext.tagLength), tag) == 1 else { return false }
+            var n: Int32 = 0
+            var tail: (UInt64, UInt64) = (0, 0)  // a stream cipher writes nothing here
+            return withUnsafeMutableBytes(of: &tail) { t in
+                EVP_DecryptFinal_ex(context, t.bindMemory(to: UInt8.self).baseAddress, &n) == 1
+            }
+        }
+    }
+
+    /// Runs `body` with `sealed` (ciphertext, then the tag; no associated data) ready to be
+    /// decrypted in steps. Nil when `sealed` is shorter than a tag or libcrypto fails to start.
+    func opening<R>(_ sealed: UnsafeRawBufferPointer, nonce: UInt64, _ body: (Opening) -> R) -> R? {
+        guard sealed.count >= Self.tagLength, let src = sealed.bindMemory(to: UInt8.self).baseAddress else { return nil }
+        return lock.withLock {
+            guard let opener = openerLocked() else { return nil }
+            return Self.withNonce(nonce) { iv in
+                guard EVP_DecryptInit_ex(opener, nil, nil, nil, iv) == 1 else { return nil }
+                return body(Opening(context: opener, sealed: src, count: sealed.count - Self.tagLength))
+            }
+        }
+    }
+
     /// Feeds the associated data.
     private static func update(_ ctx: OpaquePointer, ad: UnsafeRawBufferPointer, encrypt: Bool) -> Bool {
         guard !ad.isEmpty else { return true }

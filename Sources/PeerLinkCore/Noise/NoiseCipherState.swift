@@ -71,6 +71,54 @@ public struct NoiseCipherState: Sendable {
         return result
     }
 
+    /// Decrypts as `decrypt(_:)` does, into two arrays when `split` says where: `head`, the
+    /// plaintext before that offset, and `tail`, the rest in an array of its own with room for
+    /// `spare` more bytes. A payload that ends a message then reaches its reader without being
+    /// copied out of the plaintext. `split` sees the first `peek` plaintext bytes (all of them
+    /// when the message is shorter) and returns nil to keep the plaintext whole (`tail` nil),
+    /// as does an offset past what it saw. Requires a key (transport messages only).
+    public mutating func decrypt(_ ciphertext: [UInt8], peek: Int,
+                                 split: ([UInt8]) -> (offset: Int, spare: Int)?) throws -> (head: [UInt8], tail: [UInt8]?) {
+        guard let key else { throw NoiseError.wrongState("decrypting in parts needs a key") }
+        guard ciphertext.count <= Noise.maxMessageLength else { throw NoiseError.messageTooLong }
+        guard ciphertext.count >= Noise.tagLength else { throw NoiseError.messageTooShort }
+        guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
+        let parts = ciphertext.withUnsafeBytes { c in
+            key.value.opening(c, nonce: nonce) { Self.open(in: $0, peek: peek, split: split) }
+        }
+        guard let result = parts ?? nil else { throw NoiseError.decryptFailed }
+        nonce += 1
+        return result
+    }
+
+    /// The steps of the split `decrypt`, inside one opening; nil when any step or the tag fails.
+    private static func open(in o: ChaChaPolyContext.Opening, peek: Int,
+                             split: ([UInt8]) -> (offset: Int, spare: Int)?) -> (head: [UInt8], tail: [UInt8]?)? {
+        let seen = min(max(peek, 0), o.count)
+        var ok = true
+        let first = [UInt8](unsafeUninitializedCapacity: seen) { out, count in
+            if let base = out.baseAddress { ok = o.decrypt(0..<seen, into: base) }
+            count = seen
+        }
+        let cut = split(first).flatMap { $0.offset >= 0 && $0.offset <= seen ? $0 : nil }
+        let start = cut?.offset ?? 0
+        // What `first` holds beyond the cut goes in front; the cipher writes the rest after it.
+        let kept = seen - start
+        let restCount = o.count - start
+        let rest = [UInt8](unsafeUninitializedCapacity: restCount + max(cut?.spare ?? 0, 0)) { out, count in
+            count = 0
+            guard ok, let base = UnsafeMutableRawPointer(out.baseAddress) else { ok = ok && restCount == 0; return }
+            first.withUnsafeBytes { f in
+                if kept > 0, let from = f.baseAddress { base.copyMemory(from: from + start, byteCount: kept) }
+            }
+            ok = o.decrypt(seen..<o.count, into: base + kept)
+            count = restCount
+        }
+        guard ok, o.verify() else { return nil }
+        guard let cut else { return (rest, nil) }
+        return (Array(first[..<cut.offset]), rest)
+    }
+
     /// Encrypts with an explicit nonce and leaves the internal counter alone (datagram links;
     /// the caller must never reuse a nonce with the same key).
     public func encrypt(_ plaintext: [UInt8], nonce: UInt64, ad: [UInt8] = []) throws -> [UInt8] {

@@ -705,6 +705,20 @@ public struct SessionCore: Sendable {
         transmit(frame, on: link, now: now)
     }
 
+    /// The parts in `reassembly` and `last`, joined: onto the first part's own array when it
+    /// is uniquely ours and has room (no copy of it), else into a new one.
+    private mutating func joinedMessage(ending last: ArraySlice<UInt8>) -> [UInt8] {
+        let total = reassemblyBytes + last.count
+        var parts = reassembly
+        reassembly = []
+        reassemblyBytes = 0
+        var message = Array(parts.removeFirst())
+        if message.capacity < total { message.reserveCapacity(total) }
+        for part in parts { message.append(contentsOf: part) }
+        message.append(contentsOf: last)
+        return message
+    }
+
     private mutating func deliver(_ record: Record, on link: LinkID, now: UInt64) {
         switch record {
         case let .messagePart(final, bytes):
@@ -719,17 +733,13 @@ public struct SessionCore: Sendable {
                 reassemblyBytes += bytes.count
                 return
             }
+            // `Array(slice)` takes the slice's storage when the slice is all of it (a link that
+            // decrypts payloads apart), else it is the one copy out of the link's buffer.
             if reassembly.isEmpty {
-                outputs.append(.event(.message(Array(bytes), reliable: true)))  // the one copy out of the link's buffer
+                outputs.append(.event(.message(Array(bytes), reliable: true)))
                 return
             }
-            var message: [UInt8] = []
-            message.reserveCapacity(reassemblyBytes + bytes.count)
-            for part in reassembly { message.append(contentsOf: part) }
-            message.append(contentsOf: bytes)
-            reassembly = []
-            reassemblyBytes = 0
-            outputs.append(.event(.message(message, reliable: true)))
+            outputs.append(.event(.message(joinedMessage(ending: bytes), reliable: true)))
         case let .streamOpen(id, name):
             guard isRemoteStreamID(id), inbound[id] == nil else {
                 outputs.append(.event(.protocolViolation("stream id \(id) reused or of the wrong side")))

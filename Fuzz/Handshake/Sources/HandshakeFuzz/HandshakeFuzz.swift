@@ -131,6 +131,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         var (iSend, _) = must("split i") { try i.split() }
         var (_, rRecv) = must("split r") { try r.split() }
         let honest = must("encrypt") { try iSend.encrypt(Frame.ping(token: 1).encode()) }
+        // The same bytes decrypted in two arrays (a link's path for large payloads) are
+        // refused alike, and leave the nonce alone too.
+        let split = { (first: [UInt8]) in Frame.payloadLayout(first).map { ($0.offset, 16) } }
+        if let p = hostile({ let parts = try rRecv.decrypt(bad, peek: Frame.payloadPeek, split: split); return parts.head + (parts.tail ?? []) }) {
+            check(bad == honest && p == Frame.ping(token: 1).encode(), "forged transport message accepted in two arrays")
+            return 0
+        }
+        check(rRecv.nonce == 0, "rejected transport message advanced the nonce (two arrays)")
         if let p = hostile({ try rRecv.decrypt(bad) }) {
             check(bad == honest && p == Frame.ping(token: 1).encode(), "forged transport message accepted")
             return 0
