@@ -705,15 +705,25 @@ public struct SessionCore: Sendable {
         transmit(frame, on: link, now: now)
     }
 
-    /// The parts in `reassembly` and `last`, joined: onto the first part's own array when it
-    /// is uniquely ours and has room (no copy of it), else into a new one.
+    /// The parts in `reassembly` and `last`, joined. A first part that starts its array may be
+    /// all of it (a payload a link decrypted apart): that array is taken and the rest appended
+    /// in place when it is ours alone and has room. Other parts are copied once, into an array
+    /// of the final size.
     private mutating func joinedMessage(ending last: ArraySlice<UInt8>) -> [UInt8] {
         let total = reassemblyBytes + last.count
         var parts = reassembly
         reassembly = []
         reassemblyBytes = 0
-        var message = Array(parts.removeFirst())
-        if message.capacity < total { message.reserveCapacity(total) }
+        let first = parts.removeFirst()
+        var message: [UInt8]
+        if first.startIndex == 0 {
+            message = Array(consume first)
+            if message.capacity < total { message.reserveCapacity(total) }
+        } else {
+            message = []
+            message.reserveCapacity(total)
+            message.append(contentsOf: first)
+        }
         for part in parts { message.append(contentsOf: part) }
         message.append(contentsOf: last)
         return message
