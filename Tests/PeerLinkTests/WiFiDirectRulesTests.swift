@@ -100,11 +100,19 @@ final class WiFiDirectRulesTests: XCTestCase {
         XCTAssertTrue(d.p2p.detail.contains("driver"), d.p2p.detail)
     }
 
-    func testNetworkManagerKeepsItsInterface() {
-        let r = RadioCapabilities.evaluate(facts(nm: .managed(state: "activated")))
-        XCTAssertTrue(r.p2p.available, "P2P uses a group interface of its own")
+    /// NetworkManager takes down every group it did not start on a radio it manages (lab:
+    /// `NetworkManagerLabTests`), so such a radio offers neither Wi-Fi Direct nor a soft-AP,
+    /// and the fix says how to hand it over. A radio it leaves unmanaged is PeerLink's.
+    func testNetworkManagersRadioIsLeftToIt() {
+        let r = RadioCapabilities.evaluate(facts(nm: .managed(state: "disconnected")))
+        XCTAssertFalse(r.p2p.available)
+        XCTAssertTrue(r.p2p.detail.contains("NetworkManager manages wlan0") && r.p2p.detail.contains("takes down every Wi-Fi Direct group"), r.p2p.detail)
+        XCTAssertTrue(r.p2p.fix?.contains("nmcli device set wlan0 managed no") ?? false, r.p2p.fix ?? "")
+        XCTAssertTrue(r.p2p.fix?.contains("unmanaged-devices=interface-name:wlan0") ?? false, r.p2p.fix ?? "")
         XCTAssertFalse(r.softAP.available)
         XCTAssertTrue(r.softAP.fix?.contains("nmcli") ?? false)
+        XCTAssertTrue(RadioCapabilities.evaluate(facts(nm: .unmanaged)).p2p.available)
+        XCTAssertTrue(RadioCapabilities.evaluate(facts(nm: .unknown("no answer"))).p2p.available, "only a radio it is known to manage is refused")
         XCTAssertEqual(NetworkManagerProbe.interpret(managed: true, state: 100), .managed(state: "activated"))
         XCTAssertEqual(NetworkManagerProbe.interpret(managed: false, state: 10), .unmanaged)
         XCTAssertEqual(NetworkManagerProbe.interpret(managed: nil, state: nil), .unknown("the device has no Managed property"))
@@ -213,12 +221,20 @@ final class WiFiDirectRulesTests: XCTestCase {
                                        missing: nil, asked: nil)
         XCTAssertTrue(apOnly.usable)
         XCTAssertEqual(apOnly.checks.first { $0.name == "wlan0 soft-AP fallback" }?.ok, true)
-        let both = DoctorWiFi.report(radios: [radio], reports: [report(facts(nm: .managed(state: "activated")))], missing: nil, asked: nil)
+        let both = DoctorWiFi.report(radios: [radio], reports: [report(facts(supplicant: .managing(modes: ["infrastructure", "p2p"]), nm: .unmanaged))],
+                                     missing: nil, asked: nil)
         XCTAssertTrue(both.usable)
         let fallback = both.checks.first { $0.name == "wlan0 soft-AP fallback" }
         XCTAssertEqual(fallback?.ok, true)
         XCTAssertTrue(fallback?.detail.contains("not needed") ?? false)
-        XCTAssertTrue(both.checks.contains { $0.name == "wlan0 NetworkManager" && $0.detail.contains("group interfaces only") })
+        XCTAssertTrue(both.checks.contains { $0.name == "wlan0 NetworkManager" && $0.detail.contains("unmanaged") })
+        // A radio NetworkManager manages: not usable, and doctor says how to hand it over.
+        let nm = DoctorWiFi.report(radios: [radio], reports: [report(facts(nm: .managed(state: "disconnected")))], missing: nil, asked: nil)
+        XCTAssertFalse(nm.usable)
+        let p2p = nm.checks.first { $0.name == "wlan0 Wi-Fi Direct" }
+        XCTAssertEqual(p2p?.ok, false)
+        XCTAssertTrue(p2p?.fix?.contains("managed no") ?? false, p2p?.fix ?? "")
+        XCTAssertTrue(nm.checks.contains { $0.name == "wlan0 NetworkManager" && $0.detail.contains("takes down Wi-Fi Direct groups") })
     }
 
     func testDoctorUnknownInterface() {

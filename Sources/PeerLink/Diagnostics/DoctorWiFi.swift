@@ -65,7 +65,7 @@ public enum DoctorWiFi {
         case .notRunning: return "not running: PeerLink and wpa_supplicant alone decide"
         case .unmanaged: return "runs and leaves \(r.interface) unmanaged"
         case let .managed(state):
-            return "manages \(r.interface) (\(state)): PeerLink leaves that connection alone and uses P2P group interfaces only (no station join, no soft-AP)"
+            return "manages \(r.interface) (\(state)): PeerLink leaves the radio to it (NetworkManager takes down Wi-Fi Direct groups it did not start; a soft-AP or station join would take the radio from it)"
         case let .unknown(why): return "could not be asked (\(why))"
         }
     }

@@ -29,6 +29,21 @@ public enum NetworkManagerStatus: Sendable, Equatable, Codable, CustomStringConv
     }
 
     var manages: Bool { if case .managed = self { return true } else { return false } }
+
+    /// Why Wi-Fi Direct cannot run on a radio NetworkManager manages. Measured in the lab
+    /// (NetworkManager 1.42, as Debian 12 and Raspberry Pi OS Bookworm ship it): on every
+    /// `GroupStarted` of the radio's P2P device that it did not ask for, NetworkManager logs
+    /// "notified a group start but we are not trying to connect! Ignoring the event" and calls
+    /// `RemoveInterface` on the group's interface 1–2 s later, so the group ends before a peer
+    /// can use it.
+    static func groupsRemoved(_ radio: String) -> String {
+        "NetworkManager manages \(radio), and it takes down every Wi-Fi Direct group on \(radio) that it did not start itself (it removes the group's interface from wpa_supplicant 1–2 s after the group starts)"
+    }
+
+    /// What lets PeerLink use such a radio.
+    static func groupsRemovedFix(_ radio: String) -> String {
+        "on a node that needs no other Wi-Fi network on \(radio), take it from NetworkManager: `nmcli device set \(radio) managed no` (until NetworkManager restarts), or unmanaged-devices=interface-name:\(radio) in a file in /etc/NetworkManager/conf.d/ (docs/WIFI-DIRECT.md); or give PeerLink a second radio with --wifi"
+    }
 }
 
 /// What PeerLink found out about one radio, the input of `RadioCapabilities.evaluate`.
@@ -143,6 +158,8 @@ enum RadioCapabilities {
                       fix: "apt-get install wpasupplicant, then systemctl start wpa_supplicant (it must run with -u, as the packaged service does)")
         } else if let other = f.otherDriver {
             p2p = .no(other.why(name), fix: other.fix(name))
+        } else if f.networkManager.manages {
+            p2p = .no(NetworkManagerStatus.groupsRemoved(name), fix: NetworkManagerStatus.groupsRemovedFix(name))
         } else if let m = modes, !m.contains("p2p") {
             p2p = .no("wpa_supplicant manages \(name) without P2P (its Capabilities.Modes are \(m.joined(separator: ", "))): P2P is disabled in its configuration (p2p_disabled=1) or not built in",
                       fix: "remove p2p_disabled=1 from the wpa_supplicant configuration of \(name) and restart wpa_supplicant, or use the soft-AP fallback")
