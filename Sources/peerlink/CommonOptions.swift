@@ -19,7 +19,7 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Bluetooth adapter to use, by name (hci1) or address (default: the first powered one).")
     var adapter: String?
 
-    @Option(name: .long, help: ArgumentHelp("Wi-Fi radio for Wi-Fi Direct upgrades (default: the first one that can do P2P or soft-AP; `peerlink doctor` says which can). While the command runs, the radio stays under the system's wpa_supplicant (added when it was not, removed on exit), so an upgrade does not wait for it; a radio another wpa_supplicant or hostapd drives is never used.", valueName: "iface"))
+    @Option(name: .long, help: ArgumentHelp("Wi-Fi radio for Wi-Fi Direct upgrades (default: the first one that can do P2P or soft-AP; `peerlink doctor` says which can). While the command runs, the radio stays under the system's wpa_supplicant (added when it was not, removed on exit), so an upgrade does not wait for it; a radio another wpa_supplicant or hostapd drives, or NetworkManager manages, is never used (NetworkManager takes down groups it did not start; `peerlink doctor` says how to hand a radio over).", valueName: "iface"))
     var wifi: String?
 
     @Option(name: .long, help: "Link policy when a peer has several links: bluetooth-first, wifi-first, lowest-latency, bluetooth-only, ip-only.")

@@ -26,7 +26,7 @@ struct OtherSupplicant: Sendable, Equatable {
     func fix(_ radio: String) -> String {
         let instead = program == "hostapd"
             ? "stop hostapd on \(radio) while PeerLink should use it"
-            : "let the D-Bus wpa_supplicant drive \(radio) (NetworkManager does, as on Raspberry Pi OS Bookworm; instead of dhcpcd's or ifupdown's own wpa_supplicant)"
+            : "stop the wpa_supplicant of its own on \(radio) (dhcpcd's hook, ifupdown's wpa-conf, wpa_supplicant@\(radio)) so that PeerLink adds \(radio) to the D-Bus one (moving \(radio) to NetworkManager does not help: it takes down groups it did not start; docs/WIFI-DIRECT.md)"
         return instead + ", or give PeerLink a radio nothing else uses (--wifi)"
     }
 }
