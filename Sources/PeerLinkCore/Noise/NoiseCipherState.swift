@@ -76,7 +76,9 @@ public struct NoiseCipherState: Sendable {
     /// `spare` more bytes. A payload that ends a message then reaches its reader without being
     /// copied out of the plaintext. `split` sees the first `peek` plaintext bytes (all of them
     /// when the message is shorter) and returns nil to keep the plaintext whole (`tail` nil),
-    /// as does an offset past what it saw. Requires a key (transport messages only).
+    /// as does an offset past what it saw. Those bytes are not authenticated yet (the tag is
+    /// checked last), so `split` must only choose where to cut; nothing is returned unless the
+    /// tag holds. Requires a key (transport messages only).
     public mutating func decrypt(_ ciphertext: [UInt8], peek: Int,
                                  split: ([UInt8]) -> (offset: Int, spare: Int)?) throws -> (head: [UInt8], tail: [UInt8]?) {
         guard let key else { throw NoiseError.wrongState("decrypting in parts needs a key") }
@@ -98,8 +100,9 @@ public struct NoiseCipherState: Sendable {
         var ok = true
         let first = [UInt8](unsafeUninitializedCapacity: seen) { out, count in
             if let base = out.baseAddress { ok = o.decrypt(0..<seen, into: base) }
-            count = seen
+            count = ok ? seen : 0
         }
+        guard ok else { return nil }
         let cut = split(first).flatMap { $0.offset >= 0 && $0.offset <= seen ? $0 : nil }
         let start = cut?.offset ?? 0
         // What `first` holds beyond the cut goes in front; the cipher writes the rest after it.
@@ -107,12 +110,12 @@ public struct NoiseCipherState: Sendable {
         let restCount = o.count - start
         let rest = [UInt8](unsafeUninitializedCapacity: restCount + max(cut?.spare ?? 0, 0)) { out, count in
             count = 0
-            guard ok, let base = UnsafeMutableRawPointer(out.baseAddress) else { ok = ok && restCount == 0; return }
+            guard let base = UnsafeMutableRawPointer(out.baseAddress) else { ok = restCount == 0; return }
             first.withUnsafeBytes { f in
                 if kept > 0, let from = f.baseAddress { base.copyMemory(from: from + start, byteCount: kept) }
             }
             ok = o.decrypt(seen..<o.count, into: base + kept)
-            count = restCount
+            count = ok ? restCount : 0
         }
         guard ok, o.verify() else { return nil }
         guard let cut else { return (rest, nil) }
