@@ -122,6 +122,9 @@ public actor Node {
             return
         }
         let remote = link.remotePeer
+        // The peer's first link was just accepted and is still joining the session: its
+        // other links (the peer dials them as soon as it hears the answer) wait for that.
+        if let first = accepting[remote], first.token == link.remoteHello.sessionToken { await first.attached.value }
         // Another link of a peer already in one of our sessions (same incarnation of both
         // nodes): it joins without asking the application again.
         if let session = await joinableSession(for: link) {
@@ -155,7 +158,11 @@ public actor Node {
         pendingInvitations -= 1
         link.send(.inviteReply(id: id, answer: session != nil ? .accepted : .declined))
         if let session {
-            await session.attach(link, initiator: false)
+            // Noted before this actor lets another link in, so that none asks again.
+            let attached = Task { _ = await session.attach(link, initiator: false) }
+            accepting[remote] = (link.remoteHello.sessionToken, attached)
+            await attached.value
+            if accepting[remote]?.attached == attached { accepting[remote] = nil }
         } else {
             await link.connection.flush()
             link.close()
@@ -167,6 +174,9 @@ public actor Node {
     private var sessions: [ObjectIdentifier: WeakSession] = [:]
     /// Sessions with an invitation of ours in progress, by the invited peer (tie-break).
     private var dialling: [PeerID: Session] = [:]
+    /// Invitations this node accepted whose link is still joining the session, by peer (its
+    /// hello's session token, and the attach).
+    private var accepting: [PeerID: (token: [UInt8], attached: Task<Void, Never>)] = [:]
 
     /// Remembers a session that has peers, so later links of those peers can join it.
     func remember(_ session: Session) {
