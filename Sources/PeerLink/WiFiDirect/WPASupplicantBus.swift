@@ -89,6 +89,16 @@ final class WPASupplicantBus: @unchecked Sendable {
         return Int32(exactly: pid)
     }
 
+    /// Throws `unsupported` when NetworkManager manages `radio`: it would take down any group
+    /// PeerLink starts there (`NetworkManagerStatus.groupsRemoved`), and it adds the radio to
+    /// wpa_supplicant itself.
+    func requireNotNetworkManagers(_ radio: String) throws {
+        if NetworkManagerProbe.status(of: radio, bus: self).manages {
+            throw WiFiError.unsupported(interface: radio,
+                                        why: NetworkManagerStatus.groupsRemoved(radio) + "; " + NetworkManagerStatus.groupsRemovedFix(radio))
+        }
+    }
+
     /// Throws `unsupported` when a program other than this wpa_supplicant drives `radio`
     /// (`OtherSupplicant`): call before `createInterface`, which would cut that program's
     /// Wi-Fi even when it fails.

@@ -97,10 +97,7 @@ extension WiFiDirect {
     /// Throws `unsupported` unless wpa_supplicant offers P2P on this radio and no
     /// NetworkManager manages it (it would take the group down: `groupsRemoved`).
     func requireP2P(_ bus: WPASupplicantBus, radio: String, radioPath: String, devices: [WirelessDevice]?) throws {
-        if NetworkManagerProbe.status(of: radio, bus: bus).manages {
-            throw WiFiError.unsupported(interface: radio,
-                                        why: NetworkManagerStatus.groupsRemoved(radio) + "; " + NetworkManagerStatus.groupsRemovedFix(radio))
-        }
+        try bus.requireNotNetworkManagers(radio)
         let info = try bus.interfaceInfo(radioPath)
         if let modes = info.modes, !modes.contains("p2p") {
             throw WiFiError.unsupported(interface: radio, why: "wpa_supplicant offers no P2P on it (modes: \(modes.joined(separator: ", "))); P2P is disabled (p2p_disabled=1) or the driver lacks it")

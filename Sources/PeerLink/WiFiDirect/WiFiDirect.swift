@@ -125,6 +125,7 @@ public final class WiFiDirect: @unchecked Sendable {
     func ensureInterface(_ bus: WPASupplicantBus, _ radio: String, timings: inout StepTimings) throws -> String {
         if let p = try bus.interfacePath(radio) { return p }
         try bus.requireNoOtherDriver(radio)
+        try bus.requireNotNetworkManagers(radio)
         return try timings.measure(.addInterface) {
             do {
                 let p = try bus.createInterface(radio)
