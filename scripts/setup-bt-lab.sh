@@ -5,7 +5,8 @@
 #   scripts/setup-bt-lab.sh            # install if missing
 #   scripts/setup-bt-lab.sh --check    # report only, exit 1 if something is missing
 #
-# Environment: PEERLINK_LAB_DIR (default /opt/peerlink-lab) holds the virtme-ng venv.
+# Environment: PEERLINK_LAB_DIR (default /opt/peerlink-lab) holds the virtme-ng venv and the
+# unpacked NetworkManager (networkmanager/, or PEERLINK_LAB_NM_DIR).
 set -euo pipefail
 
 LAB_DIR="${PEERLINK_LAB_DIR:-/opt/peerlink-lab}"
@@ -16,7 +17,17 @@ VNG_VERSION="${PEERLINK_VNG_VERSION:-1.42}"
 # wpa_supplicant.conf and iw come from here). hostapd: a radio another program drives, in the
 # Wi-Fi lab. Installing starts no daemon without systemd (Debian ships hostapd.service masked).
 APT_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools dbus
-              python3-dbus python3-venv wpasupplicant iw hostapd)
+              python3-dbus python3-venv wpasupplicant iw hostapd
+              # libraries the unpacked NetworkManager loads (below); libraries start nothing
+              libaudit1 libbluetooth3 libcurl3-gnutls libdbus-1-3 libglib2.0-0 libgnutls30 libjansson4
+              libpsl5 libreadline8 libselinux1 libslang2 libsystemd0 libudev1)
+
+# NetworkManager for the Wi-Fi lab's NetworkManagerLabTests (Hardware/bt-lab/guest-nm.sh):
+# Debian's package and the libraries it needs that the lab host lacks, downloaded and unpacked
+# into NM_DIR, never installed: an installed network-manager would take over this host's
+# networking. The VM copies it into its throwaway /usr and runs it on a lab node's own bus.
+NM_DIR="${PEERLINK_LAB_NM_DIR:-$LAB_DIR/networkmanager}"
+NM_PACKAGES=(network-manager libnm0 libmm-glib0 libndp0 libnewt0.52 libteamdctl0)
 
 check_only=0
 [[ "${1:-}" == "--check" ]] && check_only=1
@@ -105,6 +116,40 @@ else
     [[ -x "$VENV/bin/python" ]] || $SUDO /usr/bin/python3 -m venv "$VENV"
     $SUDO "$VENV/bin/pip" install -q "virtme-ng==$VNG_VERSION"
     vng_ok || { log "virtme-ng install did not produce $VENV/bin/vng"; exit 1; }
+fi
+
+# Unpacked NetworkManager: present, and every library its programs and plugins load resolves
+# (from this host or from NM_DIR).
+nm_missing_libs() {   # prints "file: lib" for each unresolved library; empty when complete
+    local f
+    for f in "$NM_DIR/usr/sbin/NetworkManager" "$NM_DIR/usr/bin/nmcli" "$NM_DIR"/usr/lib/x86_64-linux-gnu/NetworkManager/*/*.so; do
+        [[ -e $f ]] || { echo "$f: missing"; continue; }
+        # the plugins load libnm-wwan.so from their own directory
+        LD_LIBRARY_PATH="$NM_DIR/usr/lib/x86_64-linux-gnu:${f%/*}" ldd "$f" 2>&1 | awk -v f="${f#"$NM_DIR"}" '/not found/ {print f ": " $1}'
+    done
+}
+nm_ok() { [[ -x $NM_DIR/usr/sbin/NetworkManager && -x $NM_DIR/usr/bin/nmcli ]] && [[ -z $(nm_missing_libs) ]]; }
+
+if nm_ok; then
+    log "NetworkManager unpacked in $NM_DIR ($(cat "$NM_DIR/.packages" 2>/dev/null | tr '\n' ' '))"
+else
+    if ((check_only)); then log "NetworkManager not unpacked (or incomplete) in $NM_DIR"; exit 1; fi
+    log "unpacking ${NM_PACKAGES[*]} into $NM_DIR (apt-get download + dpkg-deb -x; not installed)"
+    dl=$(mktemp -d "${TMPDIR:-/tmp}/peerlink-nm-debs.XXXXXX")
+    chmod 755 "$dl"; $SUDO chown _apt "$dl" 2>/dev/null || true   # apt's _apt user downloads into it
+    ( cd "$dl" && $SUDO apt-get download -q "${NM_PACKAGES[@]}" ) ||
+        { $SUDO apt-get update -q && ( cd "$dl" && $SUDO apt-get download -q "${NM_PACKAGES[@]}" ); } ||
+        { log "apt-get download ${NM_PACKAGES[*]} failed"; $SUDO rm -rf "$dl"; exit 1; }
+    $SUDO rm -rf "$NM_DIR.new"
+    $SUDO mkdir -p "$NM_DIR.new"
+    for deb in "$dl"/*.deb; do
+        $SUDO dpkg-deb -x "$deb" "$NM_DIR.new" || { log "dpkg-deb -x $deb failed"; $SUDO rm -rf "$dl"; exit 1; }
+        echo "$(dpkg-deb -f "$deb" Package)=$(dpkg-deb -f "$deb" Version)" | $SUDO tee -a "$NM_DIR.new/.packages" >/dev/null
+    done
+    $SUDO rm -rf "$dl"
+    $SUDO rm -rf "$NM_DIR"
+    $SUDO mv "$NM_DIR.new" "$NM_DIR"
+    nm_ok || { log "NetworkManager in $NM_DIR still lacks libraries: $(nm_missing_libs | tr '\n' ' ')"; exit 1; }
 fi
 
 # The stock kernel image must be readable by the user running qemu (Debian makes it 0600).

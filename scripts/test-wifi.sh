@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs PeerLink's Wi-Fi Direct and soft-AP tests on real components in the lab VM, and the
 # upgrade end to end (a Bluetooth session negotiating a Wi-Fi Direct group for a file,
-# WiFiDirectUpgradeLabTests, with bluetoothd and two btvirt controllers as well): two
+# WiFiDirectUpgradeLabTests, with bluetoothd and two btvirt controllers as well), and a radio
+# a real NetworkManager manages (NetworkManagerLabTests, Hardware/bt-lab/guest-nm.sh): two
 # mac80211_hwsim radios, each with its own wpa_supplicant on D-Bus started as Debian's
 # wpa_supplicant.service starts it (scripts/bt-lab.sh --radios 2, Hardware/bt-lab/
 # guest-wifi.sh). Builds the test bundle on the host, boots the VM, runs the Wi-Fi lab XCTest
@@ -20,13 +21,13 @@ cd "$(dirname "$0")/.."
 
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${WIFI_TIMEOUT:-600}
-FILTER="PeerLinkTests.WiFiDirectLabTests,PeerLinkTests.WiFiSetupFailureLabTests,PeerLinkTests.DoctorWiFiLabTests,PeerLinkTests.WiFiDirectUpgradeLabTests"
+FILTER="PeerLinkTests.WiFiDirectLabTests,PeerLinkTests.WiFiSetupFailureLabTests,PeerLinkTests.DoctorWiFiLabTests,PeerLinkTests.WiFiDirectUpgradeLabTests,PeerLinkTests.NetworkManagerLabTests"
 LAB_ARGS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         --filter) FILTER=${2:?--filter needs a test name}; shift ;;
         --results) LAB_ARGS+=(--results "${2:?--results needs a directory}"); shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "test-wifi: unknown option $1" >&2; exit 2 ;;
     esac
     shift

@@ -359,16 +359,4 @@ final class WiFiDirectLabTests: XCTestCase {
         labLog("\(group.interface): \(status)")
         XCTAssertTrue(status.contains("\(group.linkLocalAddress) \(state)"), status, file: file, line: line)
     }
-
-    /// Everything PeerLink added to either wpa_supplicant is gone, and so are the group
-    /// interfaces.
-    func assertLeftAsFound(_ a: WiFiLabNode, _ b: WiFiLabNode, file: StaticString = #filePath, line: UInt = #line) throws {
-        XCTAssertEqual(try a.supplicantInterfaces(), [], "A's wpa_supplicant", file: file, line: line)
-        XCTAssertEqual(try b.supplicantInterfaces(), [], "B's wpa_supplicant", file: file, line: line)
-        let groups = try FileManager.default.contentsOfDirectory(atPath: "/sys/class/net").filter { $0.hasPrefix("p2p-") }
-        XCTAssertEqual(groups, [], "group interfaces left", file: file, line: line)
-        let devices = (try Nl80211.devices()) ?? []
-        XCTAssertEqual(devices.filter { $0.type != .station }.map { "\($0.interfaceName ?? "wdev") \($0.type.map { "\($0)" } ?? "?")" }, [],
-                       "only the radios' own station interfaces remain", file: file, line: line)
-    }
 }

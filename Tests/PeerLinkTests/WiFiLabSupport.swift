@@ -133,3 +133,19 @@ func firstEnd(of events: AsyncStream<WiFiGroupEvent>, timeout: Double) async -> 
         return first
     }
 }
+
+/// The group interfaces (`p2p-*`) that exist now.
+func groupInterfaces() throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: "/sys/class/net").filter { $0.hasPrefix("p2p-") }.sorted()
+}
+
+/// Everything PeerLink (or another client) added to either node's wpa_supplicant is gone, and
+/// so are the group interfaces and P2P devices: the lab is as the test found it.
+func assertLeftAsFound(_ a: WiFiLabNode, _ b: WiFiLabNode, file: StaticString = #filePath, line: UInt = #line) throws {
+    XCTAssertEqual(try a.supplicantInterfaces(), [], "A's wpa_supplicant", file: file, line: line)
+    XCTAssertEqual(try b.supplicantInterfaces(), [], "B's wpa_supplicant", file: file, line: line)
+    XCTAssertEqual(try groupInterfaces(), [], "group interfaces left", file: file, line: line)
+    let devices = (try Nl80211.devices()) ?? []
+    XCTAssertEqual(devices.filter { $0.type != .station }.map { "\($0.interfaceName ?? "wdev") \($0.type.map { "\($0)" } ?? "?")" }, [],
+                   "only the radios' own station interfaces remain", file: file, line: line)
+}
