@@ -7,7 +7,7 @@ Each check prints one line, 'ok <name> (<detail>)' or 'FAIL <name>: <reason>', a
 ends with a plain 'N passed, M failed' line; the exit status is 1 if any check failed.
 
 Needs Debian's /usr/bin/python3 (it has AF_BLUETOOTH) and, for the D-Bus checks, python3-dbus
-(falls back to busctl when python3-dbus is missing). hci0 is the "local" controller and hci1
+(falls back to busctl when python3-dbus is missing). hci0 (or SMOKE_PAIR's first) is the "local" controller and hci1
 the "remote" one; their addresses come from PEERLINK_LAB_HCI0/1 (set by guest-run.sh).
 """
 
@@ -32,13 +32,19 @@ BDADDR_LE_PUBLIC = 0x01
 RESULTS = []
 
 
+# The pair of controllers the checks use: hci0 and hci1 unless SMOKE_PAIR="L R" names another
+# (scripts/test-bt.sh runs the smoke suite on a pair of its own in the same boot as the tests).
+L_IDX, R_IDX = (int(i) for i in os.environ.get("SMOKE_PAIR", "0 1").split())
+LOCAL, REMOTE = f"hci{L_IDX}", f"hci{R_IDX}"
+
+
 def controller_addresses():
-    addrs = [os.environ.get("PEERLINK_LAB_HCI0"), os.environ.get("PEERLINK_LAB_HCI1")]
+    addrs = [os.environ.get(f"PEERLINK_LAB_HCI{L_IDX}"), os.environ.get(f"PEERLINK_LAB_HCI{R_IDX}")]
     if all(addrs):
         return addrs
     out = subprocess.run(["hciconfig"], capture_output=True, text=True, timeout=10).stdout
     found = dict(re.findall(r"^(hci\d+):.*?BD Address: ([0-9A-F:]{17})", out, re.M | re.S))
-    return [found.get("hci0"), found.get("hci1")]
+    return [found.get(LOCAL), found.get(REMOTE)]
 
 
 HCI0, HCI1 = controller_addresses()
@@ -192,14 +198,14 @@ def _env():
     if not hasattr(socket, "AF_BLUETOOTH"):
         raise RuntimeError(f"{sys.executable} has no socket.AF_BLUETOOTH (use Debian's /usr/bin/python3)")
     if not (HCI0 and HCI1) or HCI0 == HCI1:
-        raise RuntimeError(f"need hci0 and hci1 addresses, got {HCI0!r} {HCI1!r}")
-    return f"hci0 {HCI0}, hci1 {HCI1}"
+        raise RuntimeError(f"need {LOCAL} and {REMOTE} addresses, got {HCI0!r} {HCI1!r}")
+    return f"{LOCAL} {HCI0}, {REMOTE} {HCI1}"
 
 
 SIZE = 64 * 1024
 
 
-@check("rfcomm: hci0 -> hci1 stream, 64 KiB each way")
+@check("rfcomm: local -> remote stream, 64 KiB each way")
 def _rfcomm():
     up, down = pattern("up", SIZE), pattern("down", SIZE)
 
@@ -223,9 +229,9 @@ def _rfcomm():
         cli.close()
         got = peer.finish()
     if got != up:
-        raise RuntimeError("hci1 received corrupted data")
+        raise RuntimeError(f"{REMOTE} received corrupted data")
     if back != down:
-        raise RuntimeError("hci0 received corrupted data")
+        raise RuntimeError(f"{LOCAL} received corrupted data")
     if peer.remote[0] != HCI0:
         raise RuntimeError(f"server saw peer {peer.remote[0]}, expected {HCI0}")
     return f"connect {t_conn:.2f}s, {2 * SIZE / dt / 1e6:.2f} MB/s both ways"
@@ -280,9 +286,9 @@ def seqpacket_exchange(srv, cli, connect):
     cli.close()
     got = peer.finish()
     if got != MESSAGES:
-        raise RuntimeError(f"hci1 got sizes {[len(g) for g in got]}, sent {[len(m) for m in MESSAGES]}")
+        raise RuntimeError(f"{REMOTE} got sizes {[len(g) for g in got]}, sent {[len(m) for m in MESSAGES]}")
     if back != list(reversed(MESSAGES)):
-        raise RuntimeError(f"hci0 got sizes {[len(b) for b in back]}, "
+        raise RuntimeError(f"{LOCAL} got sizes {[len(b) for b in back]}, "
                            f"sent {[len(m) for m in reversed(MESSAGES)]}")
     return f"{len(MESSAGES)} messages each way, sizes {[len(m) for m in MESSAGES]} kept"
 
@@ -342,11 +348,11 @@ def le_check(mode, psm):
     # A previous LE link between the two controllers can linger under load and stall the
     # next LE connect in the emulator: drop it first (no link is fine).
     try:
-        btmgmt(0, "disconnect", "-t", "le_public", HCI1)
+        btmgmt(L_IDX, "disconnect", "-t", "le_public", HCI1)
         time.sleep(1)
     except RuntimeError:
         pass
-    btmgmt(1, "advertising", "on")
+    btmgmt(R_IDX, "advertising", "on")
     try:
         srv = le_socket(HCI1, psm, "bind server")
         cli = le_socket(HCI0, 0, "bind client")
@@ -362,7 +368,7 @@ def le_check(mode, psm):
 
             return seqpacket_exchange(srv, cli, connect)
     finally:
-        btmgmt(1, "advertising", "off")
+        btmgmt(R_IDX, "advertising", "off")
 
 
 @check(f"le coc: LE public SOCK_SEQPACKET, BT_MODE {LE_MODES[BT_MODE_LE_FLOWCTL]}, PSM {LE_PSM:#06x}")
@@ -396,7 +402,7 @@ def device_path(adapter, addr):
 @check("dbus: both adapters on org.bluez and powered")
 def _dbus_adapters():
     states = []
-    for hci in ("hci0", "hci1"):
+    for hci in (LOCAL, REMOTE):
         if dbus:
             props = dbus.Interface(dbus.SystemBus().get_object("org.bluez", f"/org/bluez/{hci}"),
                                    "org.freedesktop.DBus.Properties")
@@ -410,13 +416,13 @@ def _dbus_adapters():
     return ", ".join(states) + (", python3-dbus" if dbus else ", busctl")
 
 
-@check("dbus: BR/EDR discovery from hci0 (Adapter1.StartDiscovery) finds hci1")
+@check("dbus: BR/EDR discovery from the local adapter (Adapter1.StartDiscovery) finds the remote one")
 def _discovery():
-    want = device_path("hci0", HCI1)
+    want = device_path(LOCAL, HCI1)
     if dbus:
         bus = dbus.SystemBus()
-        a0 = bus.get_object("org.bluez", "/org/bluez/hci0")
-        a1props = dbus.Interface(bus.get_object("org.bluez", "/org/bluez/hci1"), "org.freedesktop.DBus.Properties")
+        a0 = bus.get_object("org.bluez", f"/org/bluez/{LOCAL}")
+        a1props = dbus.Interface(bus.get_object("org.bluez", f"/org/bluez/{REMOTE}"), "org.freedesktop.DBus.Properties")
         om = dbus.Interface(bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager")
         set_discoverable = lambda on: a1props.Set("org.bluez.Adapter1", "Discoverable", dbus.Boolean(on))  # noqa: E731
         adapter0 = dbus.Interface(a0, "org.bluez.Adapter1")
@@ -432,14 +438,14 @@ def _discovery():
             dev = objs.get(dbus.ObjectPath(want), {}).get("org.bluez.Device1")
             return dev and str(dev.get("Address")) == HCI1 and "RSSI" in dev
     else:
-        set_discoverable = lambda on: busctl("set-property", "org.bluez", "/org/bluez/hci1", "org.bluez.Adapter1", "Discoverable", "b", "true" if on else "false")  # noqa: E731
-        filt = lambda: busctl("call", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "SetDiscoveryFilter", "a{sv}", "1", "Transport", "s", "bredr")  # noqa: E731
-        start = lambda: busctl("call", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "StartDiscovery")  # noqa: E731
-        stop = lambda: busctl("call", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "StopDiscovery")  # noqa: E731
+        set_discoverable = lambda on: busctl("set-property", "org.bluez", f"/org/bluez/{REMOTE}", "org.bluez.Adapter1", "Discoverable", "b", "true" if on else "false")  # noqa: E731
+        filt = lambda: busctl("call", "org.bluez", f"/org/bluez/{LOCAL}", "org.bluez.Adapter1", "SetDiscoveryFilter", "a{sv}", "1", "Transport", "s", "bredr")  # noqa: E731
+        start = lambda: busctl("call", "org.bluez", f"/org/bluez/{LOCAL}", "org.bluez.Adapter1", "StartDiscovery")  # noqa: E731
+        stop = lambda: busctl("call", "org.bluez", f"/org/bluez/{LOCAL}", "org.bluez.Adapter1", "StopDiscovery")  # noqa: E731
 
         def remove_cached():
             if want in busctl("tree", "--list", "org.bluez"):
-                busctl("call", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "RemoveDevice", "o", want)
+                busctl("call", "org.bluez", f"/org/bluez/{LOCAL}", "org.bluez.Adapter1", "RemoveDevice", "o", want)
 
         def found():   # RSSI is only set from inquiry/scan results
             if want not in busctl("tree", "--list", "org.bluez"):
@@ -466,13 +472,13 @@ def _discovery():
         set_discoverable(False)
         # bluetoothd turns 'connectable' off together with discoverable; the raw-socket checks
         # need hci1 connectable (see main).
-        btmgmt(1, "connectable", "on")
+        btmgmt(R_IDX, "connectable", "on")
     return f"{want} after {dt:.1f}s"
 
 
 # D-Bus discovery first: later socket checks make bluetoothd create hci1's Device1 under
 # hci0 anyway, which would let discovery "succeed" without an inquiry.
-ORDER = ["environment", "dbus: both", "dbus: BR/EDR", "rfcomm: hci0", "rfcomm: second", "l2cap", "le coc"]
+ORDER = ["environment", "dbus: both", "dbus: BR/EDR", "rfcomm: local", "rfcomm: second", "l2cap", "le coc"]
 
 
 def main():
@@ -480,7 +486,7 @@ def main():
     # These checks test the kernel's stack with raw sockets, not PeerLink: they make hci1
     # connectable themselves (bluetoothd as shipped turns that off; a PeerLink advertiser
     # turns it on through bluetoothd, which BluetoothCLILabTests checks).
-    btmgmt(1, "connectable", "on")
+    btmgmt(R_IDX, "connectable", "on")
     for name, fn in sorted(CHECKS, key=lambda c: next(i for i, p in enumerate(ORDER) if c[0].startswith(p))):
         if not only or any(name.startswith(p) for p in only):
             run_check(name, fn)

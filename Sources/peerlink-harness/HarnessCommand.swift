@@ -34,10 +34,14 @@ struct HarnessCommand: AsyncParsableCommand {
         @Flag(name: .long, help: "Print the JSON results (an array) on stdout instead of text.")
         var json = false
 
+        @Option(name: .long, help: "btlab only: the first scenario's controller pair starts at this index (hciN, hciN+1); each next scenario takes the next pair.")
+        var firstController = 0
+
         func run() async throws {
             guard ["memory", "iplab", "btlab"].contains(backend) else {
                 throw ValidationError("--backend '\(backend)' is not known; use memory, iplab or btlab")
             }
+            guard firstController >= 0 else { throw ValidationError("--first-controller must be 0 or more") }
             let executable = backend == "iplab" ? try HarnessCommand.ownExecutable() : ""
             /// The btlab backend gives each scenario its own controller pair (hci0/1, hci2/3, …):
             /// the emulator refuses BR/EDR connections after a few between the same two.
@@ -46,7 +50,7 @@ struct HarnessCommand: AsyncParsableCommand {
                 case "iplab": return IPLabBackend(executable: executable)
                 case "btlab":
                     var b = BTLabBackend()
-                    b.firstController = 2 * index
+                    b.firstController = firstController + 2 * index
                     return b
                 default: return MemoryBackend()
                 }
