@@ -75,11 +75,14 @@ public struct BTLabBackend: ScenarioBackend {
 public enum HarnessError: Error, CustomStringConvertible {
     case unsupported(backend: String, reason: String)
     case command(String)
+    /// The virtual-time run could not finish (it stalled, or overran its limit).
+    case simulation(String)
 
     public var description: String {
         switch self {
         case let .unsupported(backend, reason): return "the \(backend) backend cannot run this scenario: \(reason)"
         case let .command(what): return what
+        case let .simulation(why): return why
         }
     }
 }

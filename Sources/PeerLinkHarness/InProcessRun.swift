@@ -50,13 +50,20 @@ struct InProcessRun {
         }
     }
 
+    /// A node's key: from the simulation's seeded numbers when one runs (so that peer IDs, and
+    /// the tie-breaks they decide, are the same on every run of a seed).
+    static func identity() -> Identity {
+        guard Runtime.simulation != nil, let id = try? Identity(privateKeyBytes: Runtime.randomBytes(32)) else { return Identity() }
+        return id
+    }
+
     private func runSteps(_ scenario: Scenario) async throws -> RunRecord {
         let network = self.network
         let trace = RunTrace(scenario.name)
         let dialled = scenario.links.filter { $0.kind != .wifiDirect }
-        let a = try Node(identity: Identity(), displayName: "sender", transports: try network.transports(receiver: false, links: dialled),
+        let a = try Node(identity: Self.identity(), displayName: "sender", transports: try network.transports(receiver: false, links: dialled),
                          upgraders: network.upgraders(receiver: false))
-        let b = try Node(identity: Identity(), displayName: "receiver", transports: try network.transports(receiver: true, links: dialled),
+        let b = try Node(identity: Self.identity(), displayName: "receiver", transports: try network.transports(receiver: true, links: dialled),
                          upgraders: network.upgraders(receiver: true))
         let policy = scenario.linkPolicy
         let sa = Session(node: a, policy: policy), sb = Session(node: b, policy: policy)
@@ -191,7 +198,7 @@ func finishes(_ task: Task<Void, Never>, within seconds: Double) async -> Bool {
         let once = OnceResume(c)
         Task { await task.value; once.resume(true) }
         Task {
-            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            try? await Runtime.sleep(nanoseconds: UInt64(seconds * 1e9))
             once.resume(false)
         }
     }
@@ -232,14 +239,14 @@ final class RunClock: @unchecked Sendable {
     /// share it — the IP-lab backend).
     init(start: UInt64) { origin = start }
 
-    func start() { lock.withLock { if origin == nil { origin = DispatchTime.now().uptimeNanoseconds } } }
+    func start() { lock.withLock { if origin == nil { origin = Runtime.nanoseconds() } } }
     var now: Int {
         guard let o = lock.withLock({ origin }) else { return 0 }
-        return Int((Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds) - Int64(truncatingIfNeeded: o)) / 1_000_000)
+        return Int((Int64(truncatingIfNeeded: Runtime.nanoseconds()) - Int64(truncatingIfNeeded: o)) / 1_000_000)
     }
     func sleep(until ms: Int) async {
         let wait = ms - now
-        if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait) * 1_000_000) }
+        if wait > 0 { try? await Runtime.sleep(nanoseconds: UInt64(wait) * 1_000_000) }
     }
 }
 

@@ -10,19 +10,39 @@ public protocol ScenarioBackend: Sendable {
 /// Runs scenarios between two real PeerLink nodes in this process over the in-memory medium:
 /// each `[[link]]` is a pair of `MemoryTransport`s emulating Bluetooth (RFCOMM) or Wi-Fi (TCP)
 /// with the scenario's bandwidth, delay and loss. Everything above the transport (Noise,
-/// sessions, link manager, link policy) is the production code. Deterministic apart from
-/// scheduling: loss decisions are seeded.
+/// sessions, link manager, link policy) is the production code, run in virtual time by a
+/// `Simulation` on one thread: the same seed gives the same run, to the byte, and a run takes
+/// far less than its scenario's duration.
 public struct MemoryBackend: ScenarioBackend {
     public let name = "memory"
     /// How often the carriers are sampled (ms).
     public var sampleInterval = 25
+    /// The seed of the run's random numbers (identities, tokens, loss); each scenario mixes
+    /// its name in, so one seed gives every scenario a run of its own.
+    public var seed: UInt64
 
-    public init() {}
+    public init(seed: UInt64 = 1) { self.seed = seed }
+
+    /// The seed a scenario's run uses.
+    public func seed(for scenario: Scenario) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a of the name, mixed with the seed
+        for b in scenario.name.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h ^ seed
+    }
 
     public func run(_ scenario: Scenario) async throws -> RunRecord {
-        var run = InProcessRun(backend: name, network: MemoryRunNetwork(scenario))
-        run.sampleInterval = sampleInterval
-        return try await run.run(scenario)
+        let name = self.name, interval = sampleInterval
+        let limit = Duration.milliseconds(scenario.duration) + .seconds(120)
+        do {
+            return try Simulation(seed: seed(for: scenario)).run(limit: limit) {
+                // Built inside the simulation: its loss decisions draw from the run's seed.
+                var run = InProcessRun(backend: name, network: MemoryRunNetwork(scenario))
+                run.sampleInterval = interval
+                return try await run.run(scenario)
+            }
+        } catch let e as Simulation.Failure {
+            throw HarnessError.simulation("\(e) (seed \(seed))")
+        }
     }
 }
 
@@ -32,10 +52,17 @@ struct MemoryRunNetwork: RunNetwork {
     /// The wifi-direct link's stand-in on each side (MemoryUpgrader), if the scenario has one.
     let group: (spec: Scenario.LinkSpec, sender: MemoryUpgrader, receiver: MemoryUpgrader)?
 
+    /// The seed of the loss decisions on each link: from the run's random numbers.
+    let lossSeed = Runtime.random()
+
     init(_ scenario: Scenario) {
-        for (i, l) in scenario.links.enumerated() { net.setConditions(Self.conditions(l, seed: i), for: "b-\(l.name)") }
+        let net = self.net, lossSeed = self.lossSeed
+        func conditions(_ l: Scenario.LinkSpec, seed: Int) -> MemoryLinkConditions {
+            Self.conditions(l, seed: seed, lossSeed: lossSeed)
+        }
+        for (i, l) in scenario.links.enumerated() { net.setConditions(conditions(l, seed: i), for: "b-\(l.name)") }
         if let i = scenario.links.firstIndex(where: { $0.kind == .wifiDirect }) {
-            let l = scenario.links[i], c = Self.conditions(l, seed: i)
+            let l = scenario.links[i], c = conditions(l, seed: i)
             group = (l, MemoryUpgrader(network: net, name: "a-\(l.name)", groupConditions: c),
                      MemoryUpgrader(network: net, name: "b-\(l.name)", groupConditions: c))
         } else {
@@ -50,8 +77,9 @@ struct MemoryRunNetwork: RunNetwork {
 
     static func medium(_ l: Scenario.LinkSpec) -> Medium { l.kind == .bluetooth ? .rfcomm : .tcp }
 
-    static func conditions(_ l: Scenario.LinkSpec, loss: Double? = nil, seed: Int) -> MemoryLinkConditions {
-        MemoryLinkConditions(bandwidth: l.bandwidth, delay: Double(l.delay) / 1000, loss: loss ?? l.loss, seed: UInt64(seed + 1))
+    static func conditions(_ l: Scenario.LinkSpec, loss: Double? = nil, seed: Int, lossSeed: UInt64) -> MemoryLinkConditions {
+        MemoryLinkConditions(bandwidth: l.bandwidth, delay: Double(l.delay) / 1000, loss: loss ?? l.loss,
+                             seed: lossSeed ^ UInt64(seed + 1))
     }
 
     func transports(receiver: Bool, links: [Scenario.LinkSpec]) throws -> [Transport] {
@@ -83,7 +111,7 @@ struct MemoryRunNetwork: RunNetwork {
         case .cut: net.cut(address)
         case .off: net.drop(address)
         case .restore: net.restore(address)
-        case .loss: net.setConditions(Self.conditions(l, loss: e.loss, seed: index + 100 * e.at), for: address)
+        case .loss: net.setConditions(Self.conditions(l, loss: e.loss, seed: index + 100 * e.at, lossSeed: lossSeed), for: address)
         }
     }
 

@@ -105,7 +105,7 @@ enum RunParts {
                         s.carries.filter { $0 != LinkRole.control.rawValue }.map { SpanBuilder.Pair(link: n, role: $0) }
                     }) ?? []
                 }), at: t)
-                try? await Task.sleep(nanoseconds: UInt64(intervalMs) * 1_000_000)
+                try? await Runtime.sleep(nanoseconds: UInt64(intervalMs) * 1_000_000)
             }
             let end = clock.now
             return (up.close(at: end), carriers.close(at: end))

@@ -34,6 +34,9 @@ struct HarnessCommand: AsyncParsableCommand {
         @Flag(name: .long, help: "Print the JSON results (an array) on stdout instead of text.")
         var json = false
 
+        @Option(name: .long, help: "memory only: the seed of the run's random numbers (node keys, tokens, loss). The same seed gives the same runs, byte for byte; a failing run prints its seed.")
+        var seed: UInt64 = 1
+
         @Option(name: .long, help: "btlab only: the first scenario's controller pair starts at this index (hciN, hciN+1); each next scenario takes the next pair.")
         var firstController = 0
 
@@ -42,6 +45,7 @@ struct HarnessCommand: AsyncParsableCommand {
                 throw ValidationError("--backend '\(backend)' is not known; use memory, iplab or btlab")
             }
             guard firstController >= 0 else { throw ValidationError("--first-controller must be 0 or more") }
+            if backend == "memory" { HarnessCommand.ensureDeterministicHashing() }
             let executable = backend == "iplab" ? try HarnessCommand.ownExecutable() : ""
             /// The btlab backend gives each scenario its own controller pair (hci0/1, hci2/3, …):
             /// the emulator refuses BR/EDR connections after a few between the same two.
@@ -52,7 +56,7 @@ struct HarnessCommand: AsyncParsableCommand {
                     var b = BTLabBackend()
                     b.firstController = firstController + 2 * index
                     return b
-                default: return MemoryBackend()
+                default: return MemoryBackend(seed: seed)
                 }
             }
             let scenarios = try files.map(HarnessCommand.load)
@@ -71,7 +75,12 @@ struct HarnessCommand: AsyncParsableCommand {
                     continue
                 }
                 let verdict = s.evaluate(record)
-                if !verdict.passed { failed += 1 }
+                if !verdict.passed {
+                    failed += 1
+                    if backend == "memory" {
+                        FileHandle.standardError.write(Data("FAIL \(s.name): replay it with --seed \(seed)\n".utf8))
+                    }
+                }
                 if let out {
                     try Report.json(s, record, verdict).write(to: URL(fileURLWithPath: "\(out)/\(s.name).json"))
                     try Data(Report.svg(s, record, verdict).utf8).write(to: URL(fileURLWithPath: "\(out)/\(s.name).svg"))
@@ -122,5 +131,16 @@ struct HarnessCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(path): \(error)")
         }
+    }
+
+    /// Swift seeds its hash functions per process, so dictionaries iterate in a different
+    /// order on every run: a virtual-time run replays exactly only with the seeding off. The
+    /// variable is read when the process starts, so the harness starts itself again with it.
+    static func ensureDeterministicHashing() {
+        guard getenv("SWIFT_DETERMINISTIC_HASHING") == nil else { return }
+        setenv("SWIFT_DETERMINISTIC_HASHING", "1", 1)
+        execv("/proc/self/exe", CommandLine.unsafeArgv)
+        // execv returns only on failure: runs still pass, they just do not replay to the byte.
+        FileHandle.standardError.write(Data("note: could not restart with SWIFT_DETERMINISTIC_HASHING=1; runs will not replay exactly\n".utf8))
     }
 }

@@ -24,7 +24,7 @@ enum FileDigest {
         case let .joined(job):
             return (id.size, try await job.value())
         case let .started(job):
-            BlockingCall.detach("pl.digest") {
+            Runtime.detach("pl.digest") {
                 let result = Result { try hash(path: path, size: id.size, progress: job.report) }
                 cache.finish(id, job, result)
             }

@@ -51,7 +51,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// gets (done, total) every few chunks.
     func hashHeldPrefix(progress: (@Sendable (UInt64, UInt64) -> Void)?) {
         guard resumedFrom > 0 else { return }
-        queue.async { [self] in
+        Runtime.post(on: queue) { [self] in
             var buffer = [UInt8](repeating: 0, count: FileDigest.chunk)
             var done: UInt64 = 0
             var lastReport: UInt64 = 0
@@ -76,7 +76,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// prefix back, or `close`) the bytes are dropped and the failure is the answer, so that
     /// no caller waits for credit that never comes.
     func write(_ parts: [ArraySlice<UInt8>], completion: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
-        queue.async { [self] in
+        Runtime.post(on: queue) { [self] in
             if let failure {
                 completion(.failure(failure))
                 return
@@ -113,7 +113,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// it is moved to a unique name in `directory` and `completion` gets that path.
     func finish(sha256: [UInt8], directory: String, name: String,
                 completion: @escaping @Sendable (Result<String, PeerLinkError>) -> Void) {
-        queue.async { [self] in
+        Runtime.post(on: queue) { [self] in
             if let failure {
                 if case let .failed(_, reason) = failure { completion(.failure(.file(reason))) } else {
                     completion(.failure(.file("the disk is full")))
@@ -144,7 +144,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// Closes the part file of a refused offer before any write; it is removed when it holds
     /// nothing (a part file from an earlier attempt stays for a later resume).
     func discard() {
-        queue.async { [self] in
+        Runtime.post(on: queue) { [self] in
             if fd >= 0 { Glibc.close(fd) }
             fd = -1
             failure = .failed(held: held, reason: "refused")
@@ -154,7 +154,7 @@ final class IncomingFileWriter: @unchecked Sendable {
 
     /// Closes the part file after the writes queued so far; it stays for a resume.
     func close() {
-        queue.async { [self] in
+        Runtime.post(on: queue) { [self] in
             if fd >= 0 { Glibc.close(fd) }
             fd = -1
             if failure == nil { failure = .failed(held: held, reason: "closed") }

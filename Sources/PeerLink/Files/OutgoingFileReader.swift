@@ -22,7 +22,7 @@ final class OutgoingFileReader: @unchecked Sendable {
     /// Up to `count` bytes from `offset`; fewer only at the end of the file.
     func read(at offset: UInt64, count: Int) async throws -> [UInt8] {
         let fd = self.fd, path = self.path
-        return try await BlockingCall.run(on: queue) {
+        return try await Runtime.offload(on: queue) {
             // Not zeroed first: `pread` fills what is kept, and the rest is cut off.
             var failure: Int32 = 0
             let out = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in

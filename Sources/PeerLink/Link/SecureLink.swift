@@ -55,7 +55,7 @@ public final class SecureLink: @unchecked Sendable {
                                  timeout: Double = 10, udp: UDPSocket? = nil) async throws -> SecureLink {
         let fired = Flag()
         let watchdog = Task {
-            try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            try await Runtime.sleep(nanoseconds: UInt64(timeout * 1e9))
             fired.set()
             connection.close()
         }

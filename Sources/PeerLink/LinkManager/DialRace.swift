@@ -23,8 +23,8 @@ enum DialRace {
                             race.failed("\(ep): \(error)")
                         }
                     }
-                    let deadline = Date().addingTimeInterval(stagger)
-                    while Date() < deadline, race.waitingOnSome { try? await Task.sleep(nanoseconds: 10_000_000) }
+                    let deadline = Runtime.seconds() + stagger
+                    while Runtime.seconds() < deadline, race.waitingOnSome { try? await Runtime.sleep(nanoseconds: 10_000_000) }
                 }
                 race.allStarted()
             }

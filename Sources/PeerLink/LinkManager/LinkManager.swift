@@ -12,7 +12,7 @@ actor LinkManager {
     private weak var node: Node?
     private var endpoints: [TransportEndpoint] = []
     private var linkOfPath: [String: LinkID] = [:]
-    private var retry: [String: (failures: Int, at: Date)] = [:]
+    private var retry: [String: (failures: Int, at: Double)] = [:]  // at: Runtime.seconds()
     private var dialling: Set<String> = []
     private var loop: Task<Void, Never>?
     /// Seconds between checks of the paths.
@@ -32,7 +32,7 @@ actor LinkManager {
         loop = Task { [weak self] in
             while !Task.isCancelled {
                 guard let self, await self.check() else { return }
-                try? await Task.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
+                try? await Runtime.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
             }
         }
     }
@@ -46,13 +46,13 @@ actor LinkManager {
         self.node = node
         merge(info.endpoints)
         for (link, key) in live { linkOfPath[key] = link }
-        let later = Date().addingTimeInterval(grace)
+        let later = Runtime.seconds() + grace
         for path in paths() where linkOfPath[path.key] == nil { retry[path.key] = (0, later) }
         guard loop == nil else { return }
         loop = Task { [weak self] in
             while !Task.isCancelled {
                 guard let self, await self.check() else { return }
-                try? await Task.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
+                try? await Runtime.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
             }
         }
     }
@@ -82,7 +82,7 @@ actor LinkManager {
     private func check() async -> Bool {
         guard let session, let node, let channel = session.registry.channel(for: peer), await channel.isAlive else { return false }
         let live = await channel.linkIDs()
-        let now = Date()
+        let now = Runtime.seconds()
         for path in paths() {
             if let id = linkOfPath[path.key], live.contains(id) { continue }
             if dialling.contains(path.key) { continue }
@@ -111,7 +111,7 @@ actor LinkManager {
         } catch {
             let failures = (retry[path.key]?.failures ?? 0) + 1
             let wait = min(30, pow(2, Double(failures - 1)))
-            retry[path.key] = (failures, Date().addingTimeInterval(wait))
+            retry[path.key] = (failures, Runtime.seconds() + wait)
             session.emit(.linkAttemptFailed(peer, endpoint: path.endpoint, reason: "\(error)", retryIn: wait))
         }
     }

@@ -53,7 +53,7 @@ public final class Advertiser: Sendable {
         for (index, discovery) in discoveries.enumerated() {
             let box = handles[index]
             do {
-                try await BlockingCall.run("pl.publish") {
+                try await Runtime.offload("pl.publish") {
                     box.set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
                 }
             } catch {
@@ -72,7 +72,7 @@ public final class Advertiser: Sendable {
     /// declining new invitations.
     public func stop() async {
         let running = handles.compactMap { $0.take() }
-        if !running.isEmpty { await BlockingCall.run("pl.unpublish") { for h in running { h.stop() } } }
+        if !running.isEmpty { await Runtime.offload("pl.unpublish") { for h in running { h.stop() } } }
         await node.setInvitationHandler(nil)
         await node.setAdvertisedInfo(nil)
         invitationSink.finish()
@@ -119,7 +119,7 @@ public final class Browser: Sendable {
         let observers = self.observers
         let records = self.records
         let service = self.service, discoveries = self.discoveries, handles = self.handles
-        try await BlockingCall.run("pl.browse") {
+        try await Runtime.offload("pl.browse") {
             do {
                 for (index, discovery) in discoveries.enumerated() {
                     handles[index].set(try discovery.browse(service) { e in
@@ -156,7 +156,7 @@ public final class Browser: Sendable {
 
     private func stopBackends() {
         let running = handles.compactMap { $0.take() }
-        if !running.isEmpty { BlockingCall.detach("pl.unbrowse") { for h in running { h.stop() } } }
+        if !running.isEmpty { Runtime.detach("pl.unbrowse") { for h in running { h.stop() } } }
     }
 
     /// Invites a found peer into `session` (see `Node.invite`).

@@ -23,7 +23,7 @@ public final class Invitation: Sendable {
     /// Waits for the answer, or declines after the timeout.
     func decision() async -> Session? {
         let timer = Task { [answer, timeout] in
-            try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            try await Runtime.sleep(nanoseconds: UInt64(timeout * 1e9))
             answer.fulfil(nil)
         }
         defer { timer.cancel() }

@@ -45,9 +45,7 @@ public actor Node {
         self.maxPendingInvitations = maxPendingInvitations
         self.handshakeTimeout = handshakeTimeout
         self.datagrams = datagrams
-        var t = [UInt8](repeating: 0, count: 16)
-        for i in t.indices { t[i] = UInt8.random(in: 0...255) }
-        self.token = t
+        self.token = Runtime.randomBytes(16)
     }
 
     /// Starts listening on every transport (once); returns the bound port of each medium.
@@ -197,7 +195,7 @@ public actor Node {
     /// Reads one frame, closing the link if none comes within `timeout` seconds.
     static func receive(_ link: SecureLink, timeout: Double) async throws -> Frame? {
         let watchdog = Task {
-            try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            try await Runtime.sleep(nanoseconds: UInt64(timeout * 1e9))
             link.close()
         }
         defer { watchdog.cancel() }
@@ -274,7 +272,7 @@ public actor Node {
 
     /// Sends the invitation on a fresh link and waits for the answer.
     func requestJoin(_ link: SecureLink, context: [UInt8], timeout: Double) async throws -> InviteAnswer {
-        let id = UInt32.random(in: 1...UInt32.max)
+        let id = UInt32(truncatingIfNeeded: Runtime.random() % UInt64(UInt32.max)) + 1
         link.send(.invite(id: id, timeoutMillis: UInt32(min(timeout, 300) * 1000), context: context))
         let reply: Frame?
         do {

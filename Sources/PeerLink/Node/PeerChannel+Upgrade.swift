@@ -24,7 +24,7 @@ extension PeerChannel {
     /// Bulk traffic (a file or stream) is starting: propose a faster link if only slow ones
     /// are up and a set-up medium is available.
     func bulkStarting(_ what: String) {
-        let now = Clock.now()
+        let now = Runtime.milliseconds()
         upgrade.bulkActivity(now: now)
         guard !ended, upgrade.phase == .idle, core.sharedMinor >= 1, !links.isEmpty else { return }
         guard links.values.allSatisfy({ $0.medium.linkClass == .bluetooth }) else { return }
@@ -38,11 +38,11 @@ extension PeerChannel {
     }
 
     /// Bulk work for the peer is still under way (a file being hashed before its offer).
-    func bulkContinues() { upgrade.bulkActivity(now: Clock.now()) }
+    func bulkContinues() { upgrade.bulkActivity(now: Runtime.milliseconds()) }
 
     /// A LINK_SETUP from the peer.
     func receivedLinkSetup(_ m: LinkSetup) {
-        upgrade.received(m, now: Clock.now())
+        upgrade.received(m, now: Runtime.milliseconds())
         runUpgradeActions()
     }
 
@@ -52,7 +52,7 @@ extension PeerChannel {
         upgradeLink = link.id
         // The joiner's steps (the host's went with `hosted`).
         let detail = c.role == .join ? upgrader(c.medium)?.setUpSummary(UpgradeID(peer: peer, id: c.id)) ?? "" : ""
-        upgrade.linkUp(c.id, detail: detail, now: Clock.now())
+        upgrade.linkUp(c.id, detail: detail, now: Runtime.milliseconds())
         runUpgradeActions()
     }
 
@@ -60,7 +60,7 @@ extension PeerChannel {
     func upgradeNoticeLinkDown(_ id: LinkID, reason: String) {
         guard id == upgradeLink, let c = upgrade.current else { return }
         upgradeLink = nil
-        upgrade.linkDown(c.id, reason: reason, now: Clock.now())
+        upgrade.linkDown(c.id, reason: reason, now: Runtime.milliseconds())
         runUpgradeActions()
     }
 
@@ -77,11 +77,11 @@ extension PeerChannel {
         for action in actions {
             switch action {
             case let .send(m):
-                do { try core.sendLinkSetup(m, now: Clock.now()) } catch {
-                    upgrade.failed(m.id, reason: "cannot tell the peer: \(error)", now: Clock.now())
+                do { try core.sendLinkSetup(m, now: Runtime.milliseconds()) } catch {
+                    upgrade.failed(m.id, reason: "cannot tell the peer: \(error)", now: Runtime.milliseconds())
                 }
             case let .host(id, medium):
-                guard let u = upgrader(medium) else { upgrade.failed(id, reason: "no \(medium) plug-in", now: Clock.now()); continue }
+                guard let u = upgrader(medium) else { upgrade.failed(id, reason: "no \(medium) plug-in", now: Runtime.milliseconds()); continue }
                 let key = UpgradeID(peer: peer, id: id), node = session.node
                 Task { [weak self] in
                     do {
@@ -96,7 +96,7 @@ extension PeerChannel {
                 // is reported by `join`).
                 upgrader(medium)?.prepare(UpgradeID(peer: peer, id: id))
             case let .join(id, medium, parameters):
-                guard let u = upgrader(medium) else { upgrade.failed(id, reason: "no \(medium) plug-in", now: Clock.now()); continue }
+                guard let u = upgrader(medium) else { upgrade.failed(id, reason: "no \(medium) plug-in", now: Runtime.milliseconds()); continue }
                 let key = UpgradeID(peer: peer, id: id), node = session.node, session = self.session, peer = self.peer
                 Task { [weak self] in
                     do {
@@ -121,7 +121,7 @@ extension PeerChannel {
                     session.node.pendingTeardowns.start { await u.leave(key) }
                 }
             case let .event(e):
-                upgradeHistory.append(UpgradeRecord(e, at: Date().timeIntervalSince1970))
+                upgradeHistory.append(UpgradeRecord(e, at: Runtime.wallClock()))
                 if upgradeHistory.count > 32 { upgradeHistory.removeFirst(upgradeHistory.count - 32) }
                 session.emit(.linkUpgrade(peer, e))
             }
@@ -145,18 +145,18 @@ extension PeerChannel {
                 return try await node.dial(endpoint, expecting: peer, timeout: 10, using: transport)
             } catch let TransportError.system(_, errno) where attempt < setUpDials && [EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL].contains(errno) {
                 attempt += 1
-                try await Task.sleep(nanoseconds: setUpDialPause)
+                try await Runtime.sleep(nanoseconds: setUpDialPause)
             }
         }
     }
 
     private func hosted(_ id: UInt32, _ params: [LinkSetup.Parameter], detail: String) {
-        upgrade.hosted(id, parameters: params, detail: detail, now: Clock.now())
+        upgrade.hosted(id, parameters: params, detail: detail, now: Runtime.milliseconds())
         runUpgradeActions()
     }
 
     private func upgradeFailed(_ id: UInt32, _ why: String) {
-        upgrade.failed(id, reason: why, now: Clock.now())
+        upgrade.failed(id, reason: why, now: Runtime.milliseconds())
         runUpgradeActions()
     }
 

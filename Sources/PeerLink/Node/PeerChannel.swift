@@ -104,7 +104,7 @@ actor PeerChannel {
         // link makes the session cut every frame to fit it.
         if link.pieceLimit == nil { core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame)) }
         core.sharedMinor = min(UInt8(PeerLinkProtocol.minor), link.remoteHello.minor)
-        core.linkUp(link.id, now: Clock.now())
+        core.linkUp(link.id, now: Runtime.milliseconds())
         applyPolicy()
         session.emit(.linkChanged(peer, link: link.id, medium: link.medium, up: true, reason: "authenticated link to \(link.connection.remoteDescription)"))
         if state != .connected {
@@ -142,7 +142,7 @@ actor PeerChannel {
     }
 
     private func received(_ frames: consuming [Frame], on link: LinkID) {
-        let now = Clock.now()
+        let now = Runtime.milliseconds()
         // Each frame is let go as the core takes it, so a payload the core keeps (a message's
         // first part) is the core's alone and the next part can be appended to it in place.
         var pending = frames
@@ -162,14 +162,14 @@ actor PeerChannel {
         let isQuiet = core.isQuiet && (upgrade.phase == .idle || upgrade.phase == .up)
         // Quiet channels share the process's beat (one timer wake-up for all of them).
         let nap = isQuiet ? Task<Void, Never> { await QuietBeat.every(quiet).wait() }
-                          : Task<Void, Never> { _ = try? await Task.sleep(nanoseconds: busy * 1_000_000) }
+                          : Task<Void, Never> { _ = try? await Runtime.sleep(nanoseconds: busy * 1_000_000) }
         quietNap = isQuiet ? nap : nil
         return nap
     }
 
     private func tick() {
         guard !ended else { return }
-        let now = Clock.now()
+        let now = Runtime.milliseconds()
         core.tick(now: now)
         upgradeTick(now: now)
         // Links age past the policy's dwell time and measurements change without events:
@@ -194,7 +194,7 @@ actor PeerChannel {
     /// Leaves gracefully: tells the peer on every link, lets the frames out, then closes.
     func leave(reason: CloseReason = .leaving, text: String = "") async {
         guard !ended else { return }
-        core.leave(reason: reason, text: text, now: Clock.now())
+        core.leave(reason: reason, text: text, now: Runtime.milliseconds())
         process()
         let all = Array(links.values)
         await withTaskGroup(of: Void.self) { g in
@@ -207,7 +207,7 @@ actor PeerChannel {
         guard !ended else { return }
         ended = true
         tickTask?.cancel()
-        upgrade.stop(reason: "the session with the peer ended", now: Clock.now())
+        upgrade.stop(reason: "the session with the peer ended", now: Runtime.milliseconds())
         runUpgradeActions()
         for l in links.values { l.close() }
         links.removeAll()
@@ -289,7 +289,7 @@ actor PeerChannel {
             } else if receiving[id] != nil {
                 writeResource(id, bytes)
             }
-            upgrade.bulkActivity(now: Clock.now())
+            upgrade.bulkActivity(now: Runtime.milliseconds())
         case let .streamClosed(id, status):
             flushFileBytes()  // a file's last bytes go to its writer before its end
             if let s = incomingStreams.removeValue(forKey: id) {
@@ -316,7 +316,7 @@ actor PeerChannel {
         case let .remoteLeft(_, text):
             end(reason: text.isEmpty ? "the peer left" : "the peer left: \(text)")
         case let .protocolViolation(why):
-            core.leave(reason: .protocolError, text: why, now: Clock.now())
+            core.leave(reason: .protocolError, text: why, now: Runtime.milliseconds())
             process()
             end(reason: "protocol error: \(why)")
         }
@@ -329,7 +329,7 @@ actor PeerChannel {
 
     /// Asks the session's policy which link carries each role and tells the core.
     private func applyPolicy() {
-        let now = Clock.now()
+        let now = Runtime.milliseconds()
         let metrics = links.values.map { l in
             let st = core.stats(of: l.id, now: now)
             return LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis,
@@ -401,7 +401,7 @@ actor PeerChannel {
         while true {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
             do {
-                try core.send(bytes, reliable: mode == .reliable, now: Clock.now())
+                try core.send(bytes, reliable: mode == .reliable, now: Runtime.milliseconds())
                 process()
                 return
             } catch SessionError.backlogFull {
@@ -433,7 +433,7 @@ actor PeerChannel {
         guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
         let reader = try OutgoingFileReader(path: path)
         guard !ended else { throw PeerLinkError.notConnected(peer) }
-        let id = try core.offerResource(name: name, size: size, sha256: sha, now: Clock.now())
+        let id = try core.offerResource(name: name, size: size, sha256: sha, now: Runtime.milliseconds())
         process()
         defer { refusals[id] = nil }
         while accepted[id] == nil {
@@ -468,14 +468,14 @@ actor PeerChannel {
                 continue  // state may have changed while reading
             }
             let n = min(credit, 64 * 1024, chunk.count - used)
-            try core.write(chunk[used..<used + n], to: id, now: Clock.now())
-            upgrade.bulkActivity(now: Clock.now())
+            try core.write(chunk[used..<used + n], to: id, now: Runtime.milliseconds())
+            upgrade.bulkActivity(now: Runtime.milliseconds())
             used += n
             process()
             sent += UInt64(n)
             if sent - lastReport >= 256 * 1024 || sent == size { lastReport = sent; report() }
         }
-        core.close(stream: id, cancel: false, now: Clock.now())
+        core.close(stream: id, cancel: false, now: Runtime.milliseconds())
         process()
         while results[id] == nil {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
@@ -497,7 +497,7 @@ actor PeerChannel {
     /// Aborts an outgoing resource when the sending task was cancelled.
     private func cancelIfNeeded(_ id: UInt32, _ name: String) throws {
         guard Task.isCancelled else { return }
-        core.close(stream: id, cancel: true, now: Clock.now())
+        core.close(stream: id, cancel: true, now: Runtime.milliseconds())
         process()
         throw CancellationError()
     }
@@ -507,7 +507,7 @@ actor PeerChannel {
     /// Stops receiving a resource; the partial file is kept so a later transfer can resume.
     func cancelIncoming(_ offer: ResourceOffer) {
         if offers.removeValue(forKey: offer.stream) != nil {
-            core.close(stream: offer.stream, cancel: true, now: Clock.now())
+            core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
             process()
         } else if receiving[offer.stream] != nil {
             failResource(offer.stream, "cancelled by the receiver; the partial file is kept to resume")
@@ -538,7 +538,7 @@ actor PeerChannel {
                 writer.discard()
                 offers[offer.stream] = nil
                 let reason = ResourceError.noSpace(needed: needed, available: usable)
-                core.refuseResource(offer.stream, error: reason, now: Clock.now())
+                core.refuseResource(offer.stream, error: reason, now: Runtime.milliseconds())
                 process()
                 throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
             }
@@ -554,14 +554,14 @@ actor PeerChannel {
             session.emit(.resourceProgress(ResourceProgress(peer: peer, name: name, direction: .receiving, completed: done,
                                                             total: size, resumedFrom: have, stage: .verifying)))
         }
-        try core.acceptResource(offer.stream, offset: have, now: Clock.now())
+        try core.acceptResource(offer.stream, offset: have, now: Runtime.milliseconds())
         process()
         if let f = receiving[offer.stream] { session.emit(.resourceProgress(progress(f))) }
     }
 
     func declineResource(_ offer: ResourceOffer) {
         guard offers[offer.stream] != nil else { return }
-        core.close(stream: offer.stream, cancel: true, now: Clock.now())
+        core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
         offers[offer.stream] = nil
         process()
     }
@@ -594,7 +594,7 @@ actor PeerChannel {
             let hold = IncomingFileWriter.Hooks.holdCompletion()
             f.writer.write(parts) { [weak self] result in
                 Task {
-                    if hold > 0 { try? await Task.sleep(nanoseconds: hold) }
+                    if hold > 0 { try? await Runtime.sleep(nanoseconds: hold) }
                     await self?.written(id, count, result)
                 }
             }
@@ -616,7 +616,7 @@ actor PeerChannel {
                 receiving[id]?.lastReported = f.received
                 session.emit(.resourceProgress(progress(f)))
             }
-            core.consumed(count, of: id, now: Clock.now())
+            core.consumed(count, of: id, now: Runtime.milliseconds())
         case let .failure(.diskFull(held)):
             receiving[id]?.received = held
             failResource(id, "the disk is full after \(ByteCount.text(held)) of \(ByteCount.text(f.offer.size)); the partial file is kept to resume",
@@ -633,7 +633,7 @@ actor PeerChannel {
         flushFileBytes()  // what arrived before the failure is kept for a resume
         guard let f = receiving.removeValue(forKey: id) else { return }
         f.writer.close()
-        if let reason { core.refuseResource(id, error: reason, now: Clock.now()) } else { core.close(stream: id, cancel: true, now: Clock.now()) }
+        if let reason { core.refuseResource(id, error: reason, now: Runtime.milliseconds()) } else { core.close(stream: id, cancel: true, now: Runtime.milliseconds()) }
         session.emit(.resourceFinished(progress(f), path: nil, error: why))
     }
 
@@ -656,10 +656,10 @@ actor PeerChannel {
         switch result {
         case let .success(path):
             f.received = f.offer.size
-            core.finishResource(id, ok: true, now: Clock.now())
+            core.finishResource(id, ok: true, now: Runtime.milliseconds())
             session.emit(.resourceFinished(progress(f), path: path, error: nil))
         case let .failure(e):
-            core.finishResource(id, ok: false, now: Clock.now())
+            core.finishResource(id, ok: false, now: Runtime.milliseconds())
             session.emit(.resourceFinished(progress(f), path: nil, error: "\(e)"))
         }
         process()
@@ -669,7 +669,7 @@ actor PeerChannel {
 
     func openStream(name: String) throws -> OutgoingStream {
         guard !ended else { throw PeerLinkError.notConnected(peer) }
-        let id = try core.openStream(name: name, now: Clock.now())
+        let id = try core.openStream(name: name, now: Runtime.milliseconds())
         bulkStarting("stream '\(name)'")
         process()
         return OutgoingStream(peer: peer, name: name, id: id, channel: self)
@@ -686,25 +686,25 @@ actor PeerChannel {
                 continue
             }
             let n = min(credit, bytes.count - offset)
-            try core.write(bytes[offset..<offset + n], to: id, now: Clock.now())
+            try core.write(bytes[offset..<offset + n], to: id, now: Runtime.milliseconds())
             offset += n
             process()
         }
     }
 
     func closeStream(_ id: UInt32, cancel: Bool) {
-        core.close(stream: id, cancel: cancel, now: Clock.now())
+        core.close(stream: id, cancel: cancel, now: Runtime.milliseconds())
         process()
     }
 
     func cancelStream(_ id: UInt32) {
         incomingStreams.removeValue(forKey: id)?.buffer.finish()
-        core.close(stream: id, cancel: true, now: Clock.now())
+        core.close(stream: id, cancel: true, now: Runtime.milliseconds())
         process()
     }
 
     func consumed(_ n: Int, of id: UInt32) {
-        core.consumed(n, of: id, now: Clock.now())
+        core.consumed(n, of: id, now: Runtime.milliseconds())
         process()
     }
 
@@ -714,7 +714,7 @@ actor PeerChannel {
     static let copyRole = "reliable-copy"
 
     func snapshot() -> PeerLinks {
-        let now = Clock.now()
+        let now = Runtime.milliseconds()
         let list = links.values.sorted { $0.id < $1.id }.map { l in
             var roles = LinkRole.allCases.filter { carrier(of: $0) == l.id }.map { ($0.rawValue, reason(for: $0, on: l.id)) }
             if core.copyLink == l.id { roles.append((Self.copyRole, choice.messageCopyReason ?? "copy of reliable messages")) }

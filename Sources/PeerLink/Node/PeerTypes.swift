@@ -27,11 +27,6 @@ public enum SendMode: String, Sendable, Codable {
     case unreliable
 }
 
-/// A monotonic millisecond clock for the sans-I/O core.
-enum Clock {
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
-}
-
 /// Errors of the session layer as the application sees them.
 public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case notConnected(PeerID)

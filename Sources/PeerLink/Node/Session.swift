@@ -210,10 +210,10 @@ public final class Session: Sendable {
 
     /// Waits until the peer has a channel (joined through the other side's invitation).
     func waitForChannel(_ peer: PeerID, timeout: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        let deadline = Runtime.seconds() + timeout
+        while Runtime.seconds() < deadline {
             if registry.channel(for: peer) != nil { return true }
-            try? await Task.sleep(nanoseconds: 20_000_000)
+            try? await Runtime.sleep(nanoseconds: 20_000_000)
         }
         return registry.channel(for: peer) != nil
     }

@@ -70,7 +70,7 @@ final class QuietBeat: @unchecked Sendable {
 
     private func run() async {
         while true {
-            try? await Task.sleep(nanoseconds: periodMillis * 1_000_000)
+            try? await Runtime.sleep(nanoseconds: periodMillis * 1_000_000)
             let (due, stop): ([CheckedContinuation<Void, Never>], Bool) = lock.withLock {
                 var ready: [CheckedContinuation<Void, Never>] = []
                 for (id, slot) in slots {

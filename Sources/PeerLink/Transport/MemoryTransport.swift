@@ -125,13 +125,13 @@ final class MemoryListener: TransportListener, @unchecked Sendable {
 /// One direction of an in-memory link: a timed queue.
 final class MemoryPipe: @unchecked Sendable {
     private let lock = NSLock()
-    private var queue: [(at: Date, message: [UInt8])] = []
+    private var queue: [(at: Double, message: [UInt8])] = []  // at: Runtime.seconds()
     private var waiter: CheckedContinuation<Void, Never>?
     private var closed = false
     private var blackholed = false
-    private var lastDelivery = Date.distantPast
+    private var lastDelivery = -Double.infinity
     /// Nothing is delivered before this (a retransmission in progress).
-    private var holdUntil = Date.distantPast
+    private var holdUntil = -Double.infinity
     private var rng: UInt64
     private var conditions: MemoryLinkConditions
 
@@ -149,7 +149,7 @@ final class MemoryPipe: @unchecked Sendable {
         let w: CheckedContinuation<Void, Never>? = lock.withLock {
             guard !closed, !blackholed else { return nil }
             // Serialisation at the link's bandwidth, then the one-way delay.
-            var sent = max(Date(), lastDelivery)
+            var sent = max(Runtime.seconds(), lastDelivery)
             if conditions.bandwidth > 0 { sent += Double(message.count) / Double(conditions.bandwidth) }
             lastDelivery = sent
             var at = sent + conditions.delay
@@ -166,18 +166,18 @@ final class MemoryPipe: @unchecked Sendable {
 
     func pop() async -> [UInt8]? {
         while true {
-            enum Next { case message([UInt8]), wait(Date?), end }
+            enum Next { case message([UInt8]), wait(Double?), end }
             let next: Next = lock.withLock {
                 if closed && queue.isEmpty { return .end }
                 guard let head = queue.first else { return .wait(nil) }
-                if head.at <= Date() { queue.removeFirst(); return .message(head.message) }
+                if head.at <= Runtime.seconds() { queue.removeFirst(); return .message(head.message) }
                 return .wait(head.at)
             }
             switch next {
             case let .message(m): return m
             case .end: return nil
             case let .wait(until?):
-                try? await Task.sleep(nanoseconds: UInt64(max(0, until.timeIntervalSinceNow) * 1e9) + 1000)
+                try? await Runtime.sleep(nanoseconds: UInt64(max(0, until - Runtime.seconds()) * 1e9) + 1000)
             case .wait(nil):
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                     let resumeNow: Bool = lock.withLock {

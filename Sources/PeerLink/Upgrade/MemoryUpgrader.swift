@@ -58,7 +58,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
             // As a host whose address is still in DAD: dials fail until it is done.
             network.cut(address)
             Task { [network] in
-                try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
+                try? await Runtime.sleep(nanoseconds: UInt64(wait * 1e9))
                 network.restore(address)
             }
         }
@@ -92,7 +92,7 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
 
     public func leave(_ id: UpgradeID) async {
         let delay = lock.withLock { leaveDelay }
-        if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
+        if delay > 0 { try? await Runtime.sleep(nanoseconds: UInt64(delay * 1e9)) }
         let g = lock.withLock { () -> (address: String, listener: TransportListener)? in
             left.append(id)
             return groups.removeValue(forKey: id)
