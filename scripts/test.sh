@@ -92,9 +92,9 @@ run_step e2e 300 "" "$here/e2e-twohost.sh" "$BIN/peerlink"
 step "two hosts, two network paths: link manager, peerlink links, path loss without message loss"
 run_step e2e-twopath 240 "" "$here/e2e-twopath.sh" "$BIN/peerlink"
 
-step "transport-selection harness: the scenario library on the in-memory medium"
+step "transport-selection harness: the scenario library on the in-memory medium, in virtual time"
 mkdir -p "$root/results/harness"
-run_step harness 300 "" "$BIN/peerlink-harness" run scenarios/*.toml scenarios/upgrade/*.toml --out "$root/results/harness"
+run_step harness 300 "" "$BIN/peerlink-harness" run scenarios/*.toml scenarios/upgrade/*.toml scenarios/mesh/*.toml --out "$root/results/harness"
 echo "reports (JSON + SVG timelines): results/harness/"
 
 step "transport-selection harness: the scenario library in the IP lab (namespaces, kernel TCP)"

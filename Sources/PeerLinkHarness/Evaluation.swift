@@ -26,14 +26,16 @@ extension Scenario {
     public func evaluate(_ run: RunRecord) -> Verdict {
         var checks: [Verdict.Check] = []
         for e in expectations {
-            let seen = run.carrier(of: e.role.rawValue, at: e.at)
+            // Among the links of the expected link's pair: other pairs carry the role too.
+            let pair = links.first { $0.name == e.link }.map { l in Set(links.filter { Set($0.between) == Set(l.between) }.map(\.name)) }
+            let seen = run.carrier(of: e.role.rawValue, at: e.at, among: pair)
             var name = "\(e.role.rawValue) on \(e.link) at \(e.at) ms"
             var detail = "carried by \(seen ?? "no link") at \(e.at) ms"
             var passed = seen == e.link
             if let settle = e.settle {
                 name += " (detours up to \(settle) ms)"
                 if !passed {
-                    let later = run.carrier(of: e.role.rawValue, at: e.at + settle)
+                    let later = run.carrier(of: e.role.rawValue, at: e.at + settle, among: pair)
                     passed = later == e.link
                     detail += passed ? ", a detour: back on \(e.link) by \(e.at + settle) ms"
                                      : ", and by \(later ?? "no link") at \(e.at + settle) ms"

@@ -40,6 +40,9 @@ struct InProcessRun {
     var sampleInterval = 25
 
     func run(_ scenario: Scenario) async throws -> RunRecord {
+        guard scenario.nodes.count == 2 else {
+            throw HarnessError.unsupported(backend: backend, reason: "it runs two nodes; this scenario has \(scenario.nodes.count) (the memory backend runs more)")
+        }
         do {
             let record = try await runSteps(scenario)
             await network.tearDown()

@@ -35,6 +35,11 @@ public struct MemoryBackend: ScenarioBackend {
         let limit = Duration.milliseconds(scenario.duration) + .seconds(120)
         do {
             return try Simulation(seed: seed(for: scenario)).run(limit: limit) {
+                if scenario.nodes.count > 2 {
+                    var mesh = MeshRun()
+                    mesh.sampleInterval = interval
+                    return try await mesh.run(scenario, lossSeed: Runtime.random())
+                }
                 // Built inside the simulation: its loss decisions draw from the run's seed.
                 var run = InProcessRun(backend: name, network: MemoryRunNetwork(scenario))
                 run.sampleInterval = interval

@@ -26,12 +26,19 @@ enum RunParts {
     /// `error` is told about a resource that failed to send.
     static func send(_ scenario: Scenario, over session: Session, to peer: PeerID, clock: RunClock, dir: String,
                      error: @escaping @Sendable (String) -> Void) throws -> Senders {
+        try send(scenario, session: { _ in session }, peer: { _ in peer }, clock: clock, dir: dir, error: error)
+    }
+
+    /// The same for scenarios of several nodes: each traffic goes from `session(t)` to `peer(t)`.
+    static func send(_ scenario: Scenario, session sessionOf: (Scenario.Traffic) -> Session?, peer peerOf: (Scenario.Traffic) -> PeerID?,
+                     clock: RunClock, dir: String, error: @escaping @Sendable (String) -> Void) throws -> Senders {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var tasks: [Task<Void, Never>] = []
         let tally = SendTally(streams: scenario.traffic.filter { $0.kind == .messages }.count)
         var resourceSizes: [Int] = []
         var streamIndex = 0
         for t in scenario.traffic {
+            guard let session = sessionOf(t), let peer = peerOf(t) else { throw AgentError("no node \(t.from) or \(t.to) in the run") }
             switch t.kind {
             case .messages:
                 let index = UInt32(streamIndex)
@@ -75,9 +82,11 @@ enum RunParts {
 
     /// Records what `session` receives (reliable messages, resources accepted into `inbox`)
     /// until the task is cancelled or the session ends.
-    static func receive(_ session: Session, into receiver: Receiver, inbox: String) -> Task<Void, Never> {
+    static func receive(_ session: Session, into receiver: Receiver, inbox: String,
+                        other: @escaping @Sendable (Session.Event) -> Void = { _ in }) -> Task<Void, Never> {
         Task {
             for await e in session.events {
+                other(e)
                 switch e {
                 case let .message(_, bytes, .reliable): receiver.message(bytes)
                 case let .resourceOffered(offer): try? await session.accept(offer, into: inbox)
@@ -92,13 +101,14 @@ enum RunParts {
     /// Samples, every `intervalMs` until `duration`, which links of `session`'s peer are up and
     /// which carry each role (control left out); `name` maps a link to the scenario's name
     /// for it. Returns (link up spans, carrier spans).
-    static func sampleCarriers(_ session: Session, clock: RunClock, duration: Int, intervalMs: Int,
+    static func sampleCarriers(_ session: Session, peer: PeerID? = nil, clock: RunClock, duration: Int, intervalMs: Int,
                                name: @escaping @Sendable (LinkSnapshot) -> String?) -> Task<([RunRecord.Span], [RunRecord.Span]), Never> {
         Task {
             var up = SpanBuilder(), carriers = SpanBuilder()
             while !Task.isCancelled, clock.now < duration {
                 let t = clock.now
-                let snapshot = await session.links().first?.links ?? []
+                let peers = await session.links()
+                let snapshot = (peer.map { p in peers.first { $0.peer == p } } ?? peers.first)?.links ?? []
                 up.sample(Set(snapshot.compactMap { s in name(s).map { SpanBuilder.Pair(link: $0, role: nil) } }), at: t)
                 carriers.sample(Set(snapshot.flatMap { s in
                     (name(s).map { n in

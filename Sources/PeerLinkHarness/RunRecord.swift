@@ -43,9 +43,12 @@ public struct RunRecord: Sendable, Codable, Equatable {
         public var finishedAt: Int?
     }
 
-    /// The link carrying `role` at `time`, if any.
-    public func carrier(of role: String, at time: Int) -> String? {
-        carrierSpans.last { $0.role == role && $0.from <= time && time < max($0.to, $0.from + 1) }?.link
+    /// The link carrying `role` at `time`, if any; among `links` only (one pair's, when a
+    /// scenario has more than two nodes), when given.
+    public func carrier(of role: String, at time: Int, among links: Set<String>? = nil) -> String? {
+        carrierSpans.last { span in
+            span.role == role && span.from <= time && time < max(span.to, span.from + 1) && (links?.contains(span.link) ?? true)
+        }?.link
     }
 }
 

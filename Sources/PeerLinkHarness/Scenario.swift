@@ -1,10 +1,14 @@
 import PeerLink
 
-/// A transport-selection scenario: two nodes, the links between them, a timeline of events
-/// and traffic, and what must hold. See docs/HARNESS.md for the file format.
+/// A transport-selection scenario: nodes (two unless it names more), the links between pairs
+/// of them, a timeline of events and traffic, and what must hold. See docs/HARNESS.md for the
+/// file format.
 public struct Scenario: Sendable, Codable, Equatable {
     public var name: String
     public var description: String
+    /// The nodes; the first two are the default ends of every link and every traffic.
+    public var nodes: [String] = Scenario.defaultNodes
+    public static let defaultNodes = ["sender", "receiver"]
     public var policy: LinkPolicy.Kind
     /// Whether reliable messages are also copied onto a second link (`LinkPolicy.copyMessages`).
     public var copyMessages = false
@@ -34,6 +38,8 @@ public struct Scenario: Sendable, Codable, Equatable {
         public var loss: Double
         /// When the link becomes discoverable (ms); 0 = from the start.
         public var upAt: Int
+        /// The two nodes it joins: the first dials, the second listens.
+        public var between: [String] = Scenario.defaultNodes
     }
 
     /// Something that happens to a link at a time.
@@ -63,6 +69,9 @@ public struct Scenario: Sendable, Codable, Equatable {
         public var count: Int
         public var size: Int
         public var rate: Int
+        /// Who sends it, and to whom.
+        public var from: String = Scenario.defaultNodes[0]
+        public var to: String = Scenario.defaultNodes[1]
     }
 
     /// Which link must carry a role at a time.
@@ -116,6 +125,17 @@ extension Scenario {
         }
         let copyMessages = try r.bool("copy_messages") ?? false
         let duration = try r.int("duration", min: 100, max: 600_000) ?? 5000
+        let nodes = try r.strings("nodes") ?? Scenario.defaultNodes
+        guard nodes.count >= 2, Set(nodes).count == nodes.count, !nodes.contains(where: \.isEmpty) else {
+            throw ScenarioError(message: "nodes must name two or more different nodes, got \(nodes)")
+        }
+        func pair(_ t: inout Reader, _ key: String) throws -> [String] {
+            guard let p = try t.strings(key) else { return Array(nodes.prefix(2)) }
+            guard p.count == 2, p[0] != p[1], p.allSatisfy(nodes.contains) else {
+                throw ScenarioError(message: "\(t.path).\(key) must name two different nodes of \(nodes), got \(p)")
+            }
+            return p
+        }
 
         var links: [LinkSpec] = []
         for var t in try r.tables("link") {
@@ -125,14 +145,22 @@ extension Scenario {
                 throw ScenarioError(message: "\(t.path).medium '\(kindText)' is not known; use bluetooth, wifi or wifi-direct")
             }
             guard !links.contains(where: { $0.name == name }) else { throw ScenarioError(message: "link '\(name)' is defined twice") }
+            let between = try pair(&t, "between")
+            if let other = links.first(where: { Set($0.between) == Set(between) && $0.between != between }) {
+                throw ScenarioError(message: "\(t.path).between: links of one pair dial the same way; link '\(other.name)' has \(other.between)")
+            }
             links.append(LinkSpec(name: name, kind: kind, bandwidth: try t.int("bandwidth", min: 0, max: 10_000_000_000) ?? 0,
                                   delay: try t.int("delay", min: 0, max: 10_000) ?? 0, loss: try t.double("loss", min: 0, max: 0.9) ?? 0,
-                                  upAt: try t.int("up_at", min: 0, max: duration) ?? 0))
+                                  upAt: try t.int("up_at", min: 0, max: duration) ?? 0, between: between))
             try t.noOtherKeys()
         }
         guard !links.isEmpty else { throw ScenarioError(message: "a scenario needs at least one [[link]]") }
-        guard links.contains(where: { $0.upAt == 0 && $0.kind != .wifiDirect }) else {
-            throw ScenarioError(message: "at least one bluetooth or wifi link must be up at 0 (up_at = 0)")
+        if nodes.count == 2 {
+            guard links.contains(where: { $0.upAt == 0 && $0.kind != .wifiDirect }) else {
+                throw ScenarioError(message: "at least one bluetooth or wifi link must be up at 0 (up_at = 0)")
+            }
+        } else if links.contains(where: { $0.kind == .wifiDirect }) {
+            throw ScenarioError(message: "wifi-direct links need a scenario of two nodes")
         }
         if let l = links.first(where: { $0.kind == .wifiDirect && $0.upAt != 0 }) {
             throw ScenarioError(message: "link '\(l.name)': a wifi-direct link appears when the nodes negotiate it; up_at does not apply")
@@ -169,12 +197,21 @@ extension Scenario {
                 throw ScenarioError(message: "\(t.path).kind '\(kindText)' is not known; use messages or resource")
             }
             let start = try t.int("start", min: 0, max: duration) ?? 0
+            let from = try t.string("from") ?? nodes[0], to = try t.string("to") ?? nodes[1]
+            guard nodes.contains(from), nodes.contains(to), from != to else {
+                throw ScenarioError(message: "\(t.path): from and to must be two different nodes of \(nodes), got \(from) and \(to)")
+            }
+            guard links.contains(where: { Set($0.between) == [from, to] }) else {
+                throw ScenarioError(message: "\(t.path): no [[link]] joins \(from) and \(to)")
+            }
             switch kind {
             case .messages:
                 traffic.append(Traffic(kind: kind, start: start, count: try t.requiredInt("count", min: 1, max: 1_000_000),
-                                       size: try t.int("size", min: 16, max: 1 << 20) ?? 64, rate: try t.int("rate", min: 0, max: 100_000) ?? 0))
+                                       size: try t.int("size", min: 16, max: 1 << 20) ?? 64, rate: try t.int("rate", min: 0, max: 100_000) ?? 0,
+                                       from: from, to: to))
             case .resource:
-                traffic.append(Traffic(kind: kind, start: start, count: 1, size: try t.requiredInt("size", min: 1, max: 1 << 30), rate: 0))
+                traffic.append(Traffic(kind: kind, start: start, count: 1, size: try t.requiredInt("size", min: 1, max: 1 << 30), rate: 0,
+                                       from: from, to: to))
             }
             try t.noOtherKeys()
         }
@@ -199,8 +236,8 @@ extension Scenario {
             try t.noOtherKeys()
         }
         try r.noOtherKeys()
-        var scenario = Scenario(name: name, description: description, policy: policy, duration: duration, links: links, events: events,
-                                traffic: traffic, expectations: expectations, invariants: inv)
+        var scenario = Scenario(name: name, description: description, nodes: nodes, policy: policy, duration: duration, links: links,
+                                events: events, traffic: traffic, expectations: expectations, invariants: inv)
         scenario.copyMessages = copyMessages
         return scenario
     }
@@ -257,6 +294,16 @@ struct Reader {
         }
         guard d >= min, d <= max else { throw ScenarioError(message: "\(name(key)) = \(d) is outside \(min)…\(max)") }
         return d
+    }
+
+    mutating func strings(_ key: String) throws -> [String]? {
+        used.insert(key)
+        guard let v = table[key] else { return nil }
+        guard case let .array(items) = v else { throw wrongType(key, "array of strings", v) }
+        return try items.map { item in
+            guard case let .string(s) = item else { throw wrongType(key, "array of strings", item) }
+            return s
+        }
     }
 
     mutating func bool(_ key: String) throws -> Bool? {

@@ -100,10 +100,54 @@ final class ScenarioFileTests: XCTestCase {
         XCTAssertEqual(upgrades, ["file-moves-to-wifi-direct.toml", "group-torn-down-mid-transfer.toml"])
         let radios = try FileManager.default.contentsOfDirectory(atPath: dir + "/radios").filter { $0.hasSuffix(".toml") }.sorted()
         XCTAssertEqual(radios, ["upgrade-then-group-torn-down.toml"])
-        for f in files + upgrades.map({ "upgrade/" + $0 }) + radios.map({ "radios/" + $0 }) {
+        let mesh = try FileManager.default.contentsOfDirectory(atPath: dir + "/mesh").filter { $0.hasSuffix(".toml") }.sorted()
+        XCTAssertEqual(mesh, ["laptop-walks-past-three-nodes.toml", "three-nodes-one-path-dies.toml"])
+        for f in files + upgrades.map({ "upgrade/" + $0 }) + radios.map({ "radios/" + $0 }) + mesh.map({ "mesh/" + $0 }) {
             let s = try Scenario.parse(String(contentsOfFile: dir + "/" + f, encoding: .utf8))
             XCTAssertEqual(s.name + ".toml", (f as NSString).lastPathComponent, "the scenario's name matches its file")
             XCTAssertFalse(s.description.isEmpty, f)
+        }
+    }
+
+    func testScenariosOfSeveralNodes() throws {
+        let base = """
+        nodes = ["laptop", "pi1", "pi2"]
+        [[link]]
+        name = "one"
+        medium = "bluetooth"
+        between = ["laptop", "pi1"]
+        [[link]]
+        name = "two"
+        medium = "wifi"
+        between = ["laptop", "pi2"]
+        up_at = 3000
+        [[traffic]]
+        kind = "messages"
+        count = 5
+        from = "pi2"
+        to = "laptop"
+        """
+        let s = try Scenario.parse(base)
+        XCTAssertEqual(s.nodes, ["laptop", "pi1", "pi2"])
+        XCTAssertEqual(s.links.map(\.between), [["laptop", "pi1"], ["laptop", "pi2"]])
+        XCTAssertEqual(s.traffic.first.map { [$0.from, $0.to] }, ["pi2", "laptop"])
+        // Two nodes by default, as before.
+        let two = try Scenario.parse("[[link]]\nname = \"x\"\nmedium = \"wifi\"\n[[traffic]]\nkind = \"messages\"\ncount = 1\n")
+        XCTAssertEqual(two.nodes, ["sender", "receiver"])
+        XCTAssertEqual(two.traffic.first.map { [$0.from, $0.to] }, ["sender", "receiver"])
+
+        let bad: [(String, String)] = [
+            (base.replacingOccurrences(of: "nodes = [\"laptop\", \"pi1\", \"pi2\"]", with: "nodes = [\"solo\"]"), "two or more different nodes"),
+            (base.replacingOccurrences(of: "between = [\"laptop\", \"pi1\"]", with: "between = [\"laptop\", \"pi9\"]"), "must name two different nodes"),
+            (base.replacingOccurrences(of: "from = \"pi2\"", with: "from = \"pi1\"\nfoo = 1").replacingOccurrences(of: "to = \"laptop\"", with: "to = \"pi2\""),
+             "no [[link]] joins pi1 and pi2"),
+            (base + "\n[[link]]\nname = \"back\"\nmedium = \"bluetooth\"\nbetween = [\"pi1\", \"laptop\"]\n", "dial the same way"),
+            (base + "\n[[link]]\nname = \"group\"\nmedium = \"wifi-direct\"\n", "wifi-direct links need a scenario of two nodes"),
+        ]
+        for (text, why) in bad {
+            XCTAssertThrowsError(try Scenario.parse(text), why) { e in
+                XCTAssertTrue("\(e)".contains(why), "\(e) does not say \(why)")
+            }
         }
     }
 }
