@@ -43,6 +43,9 @@ struct InProcessRun {
         guard scenario.nodes.count == 2 else {
             throw HarnessError.unsupported(backend: backend, reason: "it runs two nodes; this scenario has \(scenario.nodes.count) (the memory backend runs more)")
         }
+        guard Self.sendsOneWay(scenario) else {
+            throw HarnessError.unsupported(backend: backend, reason: "its traffic goes from the first node to the second only (the memory backend runs both ways)")
+        }
         do {
             let record = try await runSteps(scenario)
             await network.tearDown()
@@ -51,6 +54,11 @@ struct InProcessRun {
             await network.tearDown()
             throw error
         }
+    }
+
+    /// Whether all of `scenario`'s traffic goes from its first node to its second.
+    static func sendsOneWay(_ scenario: Scenario) -> Bool {
+        scenario.traffic.allSatisfy { $0.from == scenario.nodes[0] && $0.to == scenario.nodes[1] }
     }
 
     /// A node's key: from the simulation's seeded numbers when one runs (so that peer IDs, and

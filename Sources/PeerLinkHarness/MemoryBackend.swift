@@ -35,7 +35,7 @@ public struct MemoryBackend: ScenarioBackend {
         let limit = Duration.milliseconds(scenario.duration) + .seconds(120)
         do {
             return try Simulation(seed: seed(for: scenario)).run(limit: limit) {
-                if scenario.nodes.count > 2 {
+                if scenario.nodes.count > 2 || !InProcessRun.sendsOneWay(scenario) {
                     var mesh = MeshRun()
                     mesh.sampleInterval = interval
                     return try await mesh.run(scenario, lossSeed: Runtime.random())
