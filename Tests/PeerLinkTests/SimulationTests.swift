@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 @testable import PeerLink
 
@@ -119,5 +120,37 @@ final class SimulationTests: XCTestCase {
         XCTAssertEqual(result.0, 42)
         XCTAssertEqual(result.1, ["detached"])
         XCTAssertEqual(sim.foreignEnqueues, 0, "work ran on another thread")
+    }
+
+    func testTasksOutsideTheSimulationKeepTheSystemsClock() throws {
+        // A task of the same process on another thread, sleeping while a simulation runs.
+        let outside = Task.detached { () -> (Double, Bool) in
+            let t0 = Date()
+            try? await Runtime.sleep(nanoseconds: 300_000_000)
+            return (Date().timeIntervalSince(t0), Runtime.simulation == nil)
+        }
+        let sim = Simulation(seed: 1)
+        try sim.run {
+            for _ in 0..<100 { try await Runtime.sleep(seconds: 1) }
+        }
+        XCTAssertEqual(sim.nanoseconds, 100_000_000_000)
+        let done = try Simulation.waitOutside(outside)
+        XCTAssertGreaterThanOrEqual(done.0, 0.25, "the outside task's sleep ran on the simulation's clock")
+        XCTAssertTrue(done.1, "the outside task saw the simulation")
+    }
+}
+
+extension Simulation {
+    /// Waits (real time, at most 10 s) for a task that runs outside any simulation.
+    static func waitOutside<T: Sendable>(_ task: Task<T, Never>) throws -> T {
+        let box = Mutex<T?>(nil)
+        Task.detached { let v = await task.value; box.withLock { $0 = v } }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let v = box.withLock({ $0 }) { return v }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        XCTFail("the outside task did not finish within 10 s")
+        throw CancellationError()
     }
 }

@@ -159,7 +159,9 @@ actor PeerChannel {
     /// The wait before the next tick; a quiet one (the shared `QuietBeat`) is kept in
     /// `quietNap` so that `process` can end it when work appears.
     private func nap(busy: UInt64, quiet: UInt64) -> Task<Void, Never> {
-        let isQuiet = core.isQuiet && (upgrade.phase == .idle || upgrade.phase == .up)
+        // In a simulation every wait is a virtual timer anyway, and the process's shared beat
+        // must not run on a simulation's clock.
+        let isQuiet = core.isQuiet && (upgrade.phase == .idle || upgrade.phase == .up) && Runtime.simulation == nil
         // Quiet channels share the process's beat (one timer wake-up for all of them).
         let nap = isQuiet ? Task<Void, Never> { await QuietBeat.every(quiet).wait() }
                           : Task<Void, Never> { _ = try? await Runtime.sleep(nanoseconds: busy * 1_000_000) }

@@ -10,10 +10,11 @@ package enum Runtime {
     private static let active = Atomic<Bool>(false)
     private static let current = Mutex<Simulation?>(nil)
 
-    /// The simulation running now, if any.
+    /// The simulation the caller runs in, if any: one runs, and this is its thread. Tasks of
+    /// the same process that run outside it (on other threads) keep the system's time.
     package static var simulation: Simulation? {
-        guard active.load(ordering: .acquiring) else { return nil }
-        return current.withLock { $0 }
+        guard active.load(ordering: .acquiring), let sim = current.withLock({ $0 }), sim.isSimulationThread else { return nil }
+        return sim
     }
 
     static func install(_ sim: Simulation) -> Bool {

@@ -5,15 +5,17 @@ import Synchronization
 /// Runs async code in virtual time on one thread, so that a run of real PeerLink nodes (over
 /// the in-memory medium) happens the same way every time and does not wait for the clock.
 ///
-/// While `run` runs, every job Swift's concurrency runtime would give its global executor
-/// (every task, every actor with work) comes here instead, through the runtime's enqueue
-/// hooks, and runs on the calling thread, first in, first out. Timers wait in a heap by
-/// virtual deadline; when no job is ready, the clock jumps to the next deadline. PeerLink's
-/// own reads of the time and its sleeps go through `Runtime`, which asks the simulation while
-/// one runs. Work that would block a thread (`Runtime.offload`) runs inline.
+/// While `run` runs, every job the calling thread gives Swift's global executor (every task
+/// and actor the run starts) comes here instead, through the concurrency runtime's enqueue
+/// hooks, and runs on that thread, first in, first out. Timers wait in a heap by virtual
+/// deadline; when no job is ready, the clock jumps to the next deadline. PeerLink's reads of
+/// the time and its sleeps go through `Runtime`, which asks the simulation when the caller is
+/// its thread. Work that would block a thread (`Runtime.offload`) runs inline. Tasks of the
+/// same process on other threads are left alone: they keep the system's executor and clock.
+/// When the run ends, what is still waiting goes back to the system's executor.
 ///
-/// What stays outside and breaks determinism: a thread of its own that resumes a task (none
-/// on the in-memory paths; counted in `foreignEnqueues`), and code that reads the wall or
+/// What breaks determinism: a thread of its own that resumes one of the run's tasks (none on
+/// the in-memory paths; counted in `foreignEnqueues`), and code that reads the wall or
 /// monotonic clock directly. Dictionary order is deterministic only with
 /// `SWIFT_DETERMINISTIC_HASHING=1` in the environment (the harness re-executes itself with it).
 package final class Simulation: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
@@ -103,6 +105,7 @@ package final class Simulation: TaskExecutor, SchedulingExecutor, @unchecked Sen
             SimulationHooks.uninstall()
             Runtime.uninstall(self)
             thread.withLock { $0 = nil }
+            handBack()
         }
         let outcome = Mutex<Result<T, Error>?>(nil)
         Task.detached(executorPreference: self) {
@@ -128,6 +131,32 @@ package final class Simulation: TaskExecutor, SchedulingExecutor, @unchecked Sen
                 wakeup.unlock()
                 if !arrived, case .idle = peekIdle() {
                     throw Failure.stalled(atNanoseconds: nanoseconds)
+                }
+            }
+        }
+    }
+
+    /// What the run left (tasks still waiting: a session's timers, a node not stopped) goes to
+    /// the system's executor with the virtual time it still had to wait, now in real time: no
+    /// task is left suspended for ever, and process-wide state such a task holds is released.
+    private func handBack() {
+        let (jobs, timers, sleepers, now) = state.withLock { s in
+            let left = (Array(s.ready[s.readyHead...]), s.timers.drain(), s.sleepers, s.now)
+            s.ready.removeAll()
+            s.readyHead = 0
+            s.sleepers.removeAll()
+            return left
+        }
+        for j in jobs { _swiftTaskEnqueueGlobal(j) }
+        for t in timers {
+            let wait = t.deadline > now ? t.deadline - now : 0
+            switch t.fire {
+            case let .job(j): _swiftTaskEnqueueGlobalWithDelay(wait, j)
+            case let .wake(id):
+                guard let c = sleepers[id] else { continue }
+                Task.detached {
+                    try? await Task.sleep(nanoseconds: wait)
+                    c.resume()
                 }
             }
         }
@@ -173,6 +202,11 @@ package final class Simulation: TaskExecutor, SchedulingExecutor, @unchecked Sen
 
     package func enqueue(_ job: consuming ExecutorJob) { enqueue(UnownedJob(job)) }
 
+    /// Whether the caller runs on the thread that runs the simulation.
+    package var isSimulationThread: Bool {
+        thread.withLock { t in t.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
     package func enqueue(_ job: UnownedJob) {
         let foreign = !isSimulationThread
         state.withLock { s in
@@ -213,10 +247,6 @@ package final class Simulation: TaskExecutor, SchedulingExecutor, @unchecked Sen
         let c = d.components
         guard c.seconds >= 0 else { return 0 }
         return UInt64(c.seconds) &* 1_000_000_000 &+ UInt64(max(0, c.attoseconds) / 1_000_000_000)
-    }
-
-    private var isSimulationThread: Bool {
-        thread.withLock { t in t.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     // MARK: sleeping
@@ -262,6 +292,12 @@ struct TimerHeap<Element: Comparable> {
         }
     }
 
+    /// Every element, in no particular order; the heap is left empty.
+    mutating func drain() -> [Element] {
+        defer { items.removeAll() }
+        return items
+    }
+
     mutating func popMin() -> Element? {
         guard !items.isEmpty else { return nil }
         items.swapAt(0, items.count - 1)
@@ -279,3 +315,9 @@ struct TimerHeap<Element: Comparable> {
         return min
     }
 }
+
+@_silgen_name("swift_task_enqueueGlobal")
+private func _swiftTaskEnqueueGlobal(_ job: UnownedJob)
+
+@_silgen_name("swift_task_enqueueGlobalWithDelay")
+private func _swiftTaskEnqueueGlobalWithDelay(_ delay: UInt64, _ job: UnownedJob)

@@ -22,8 +22,9 @@ enum SimulationHooks {
     nonisolated(unsafe) private static let deadline = symbol("swift_task_enqueueGlobalWithDeadline_hook", as: DeadlineHook.self)
 
     static func install(_ sim: Simulation) {
-        // A job that arrives after the simulation ended (hooks are read without a lock) goes
-        // where it would have gone without it.
+        // Only jobs queued by the simulation's own thread are its own. Jobs of other threads —
+        // tasks that run outside it in the same process (an XCTest run's earlier tests), or a
+        // job that arrives after it ended — go where they would have gone without it.
         global?.pointee = { job, original in
             if let sim = Runtime.simulation { sim.enqueue(job) } else { original(job) }
         }
