@@ -33,7 +33,8 @@ public struct SessionConfig: Sendable, Equatable {
     /// on a fast link (`SessionCore.consumed`): with 256 KiB and credit returned only once
     /// bytes are written to disk, a file could not move faster than 256 KiB per two round trips.
     public var maxStreamWindow = 4 * 1024 * 1024
-    /// Acknowledge after this many reliable frames, or on the next tick, whichever is first…
+    /// Acknowledge after this many reliable frames, or `ackDelay` after the first one not yet
+    /// acknowledged, whichever is first…
     public var ackEvery = 16
     /// …or once frames of about this many bytes arrived, so a sender whose window is still
     /// small (a shared bulk window opening from `sharedBulkMinimum`) is not held to the timer.
@@ -49,6 +50,10 @@ public struct SessionConfig: Sendable, Equatable {
     /// `SessionCore.preferredCopyLink`) until the link policy sets `SessionCore.copyBytesPerSecond`
     /// from that link's throughput; frames beyond the budget go on the carrier only.
     public var messageCopyBytesPerSecond = 32 * 1024
+
+    /// How long a received reliable frame may wait for its acknowledgement (ms): often enough
+    /// for the sender to notice a stalled carrier within `suspectAfter`, and not less than 20 ms.
+    public var ackDelay: UInt64 { max(20, min(100, keepaliveInterval / 4, suspectAfter / 4)) }
 
     public init() {}
 }

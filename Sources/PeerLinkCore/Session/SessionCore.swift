@@ -123,6 +123,8 @@ public struct SessionCore: Sendable {
     private var nextStreamID: UInt32
 
     private var outputs: [SessionOutput] = []
+    /// When each lane's oldest unacknowledged received frame must be acknowledged by.
+    private var ackDue: [Lane: UInt64] = [:]
 
     public init(role: Role, config: SessionConfig = SessionConfig()) {
         self.role = role
@@ -499,6 +501,70 @@ public struct SessionCore: Sendable {
         }
     }
 
+    /// When `tick` next has something to do — a keepalive or probe, a probe to count as lost,
+    /// a suspected or dead link, an acknowledgement due, a throughput sample — or nil when
+    /// nothing waits for time. `now` when something is due already (an event made it so):
+    /// tick at once. Each instant is computed the way `tick` tests it, so a driver that ticks
+    /// only at these instants does what one ticking every millisecond would.
+    public func nextDeadline(now: UInt64) -> UInt64? {
+        guard !isClosed else { return nil }
+        var best: UInt64?
+        func consider(_ t: UInt64?) {
+            guard let t else { return }
+            let at = max(t, now)
+            if best.map({ at < $0 }) ?? true { best = at }
+        }
+        for link in linkOrder {
+            guard let s = links[link] else { continue }
+            consider(s.lastReceived + config.deadAfter)
+            let carrying = Lane.allCases.contains { lane($0).carryingLink == link && lane($0).hasInflight }
+            let frame = Lane.allCases.filter { lane($0).carryingLink == link }.map { lane($0).oldestInflightSize }.max() ?? 0
+            let suspectAfter = suspectBound(of: s, frameBytes: frame)
+            // The keepalive, by the same branches as `tick`: which one applies depends on time.
+            let idleDue = s.outstandingPings.last.map { $0 + config.keepaliveInterval }
+                ?? min(s.lastSent + config.keepaliveInterval, s.lastReceived + config.keepaliveInterval,
+                       s.lastPing + 2 * config.keepaliveInterval)
+            if carrying {
+                let busyFrom = s.lastProgress + suspectAfter / 2
+                let busyDue = max(busyFrom, s.outstandingPings.last.map { $0 + suspectAfter / 2 } ?? busyFrom)
+                consider(idleDue < busyFrom ? min(idleDue, busyDue) : busyDue)
+            } else {
+                consider(idleDue)
+            }
+            let lostAfter = max(config.keepaliveInterval, 4 * (s.rtt ?? 0))
+            for token in s.outstandingPings where !s.countedLost.contains(token) { consider(token + lostAfter) }
+            consider(throughputDue(s, now: now))
+            if s.suspectBackoff > 1 { consider(s.lastFalseAlarm + SessionCore.falseAlarmMemory) }
+        }
+        for laneKind in Lane.allCases {
+            let l = lane(laneKind)
+            guard let link = l.carryingLink, let sent = l.oldestInflightSentAt, let s = links[link], !s.suspect,
+                  linkOrder.contains(where: { $0 != link && links[$0]?.suspect == false }) else { continue }
+            let bound = suspectBound(of: s, frameBytes: l.oldestInflightSize)
+            let silent = s.lastReceived + bound
+            let stuck = s.outstandingPings.first.map { max(s.lastProgress + bound, $0 + bound) }
+            consider(max(sent + bound, min(silent, stuck ?? .max)))
+        }
+        if !acknowledgementsPaused {
+            for laneKind in Lane.allCases where lane(laneKind).receivedSinceAck > 0 && ackLink(for: laneKind) != nil {
+                consider(ackDue[laneKind] ?? now)
+            }
+        }
+        return best
+    }
+
+    /// When `updateThroughput` next changes the estimate of a link (nil: not until bytes come).
+    private func throughputDue(_ s: LinkState, now: UInt64) -> UInt64? {
+        guard s.rateWindowBytes > 0 || s.saturated else { return nil }
+        if s.saturated, s.rateWindowBytes >= SessionCore.rampBytes {
+            let rampFrom = s.rateWindowStart + 250
+            if rampFrom > now { return rampFrom }
+            let elapsed = max(1, now - s.rateWindowStart)
+            if Double(s.rateWindowBytes) * 1000 / Double(elapsed) > 1.5 * (s.throughput ?? 0) { return now }
+        }
+        return s.rateWindowStart + 1000
+    }
+
     // MARK: - Internals
 
     /// The size of the pieces messages queued now are cut into.
@@ -602,7 +668,11 @@ public struct SessionCore: Sendable {
                 transmit(frame, on: link, now: t)
                 if let copy, takeCopyBudget(frame.encodedSizeEstimate, now: t) { transmit(frame, on: copy, now: t) }
             }
-            if lane(l).backlogBytes > 0 { links[link]?.saturated = true }
+            if lane(l).backlogBytes > 0, let s = links[link], !s.saturated {
+                // A window that stayed empty past its second (nobody woke for it) starts now.
+                if s.rateWindowBytes == 0, t >= s.rateWindowStart + 1000 { links[link]?.rateWindowStart = t }
+                links[link]?.saturated = true
+            }
         }
     }
 
@@ -634,6 +704,10 @@ public struct SessionCore: Sendable {
             return
         }
         if let carrier = self.lane(lane).carryingLink {
+            // A window that stayed empty past its second (nobody woke for it) starts now.
+            if let s = links[carrier], s.rateWindowBytes == 0, !s.saturated, now >= s.rateWindowStart + 1000 {
+                links[carrier]?.rateWindowStart = now
+            }
             links[carrier]?.rateWindowBytes += acked
             // While a copy link also carries the records, an acknowledgement that comes back on
             // it may be for what only the copy delivered: it says nothing of the carrier.
@@ -691,6 +765,8 @@ public struct SessionCore: Sendable {
         let l = self.lane(lane)
         if l.receivedSinceAck >= config.ackEvery || l.receivedBytesSinceAck >= config.ackBytes, !acknowledgementsPaused {
             sendAck(lane, on: link, now: now)
+        } else if l.receivedSinceAck > 0, ackDue[lane] == nil {
+            ackDue[lane] = now + config.ackDelay
         }
     }
 
@@ -701,6 +777,7 @@ public struct SessionCore: Sendable {
     }
 
     private mutating func sendAck(_ lane: Lane, on link: LinkID, now: UInt64) {
+        ackDue[lane] = nil
         let frame = modify(lane) { $0.takeAck() }
         transmit(frame, on: link, now: now)
     }

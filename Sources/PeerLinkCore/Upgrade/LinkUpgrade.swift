@@ -174,6 +174,18 @@ public struct LinkUpgrade: Sendable {
         finish(sending: .teardown, reason: reason, now: now, quiet: 0)
     }
 
+    /// When `tick` may next time something out (nil: nothing waits for time). Never in the past.
+    public func nextDeadline(now: UInt64) -> UInt64? {
+        let t: UInt64?
+        switch phase {
+        case .idle: t = nil
+        case .proposed: t = stepAt + config.answerTimeout
+        case .hosting, .ready, .awaitingHost, .joining: t = proposedAt + config.setupTimeout
+        case .up: t = config.idleTeardown > 0 ? lastBulk + config.idleTeardown : nil
+        }
+        return t.map { max($0, now + 1) }
+    }
+
     /// Timeouts and idle teardown.
     public mutating func tick(now: UInt64) {
         switch phase {
