@@ -37,7 +37,7 @@ run_step() {
     local name=$1 limit=$2 show=$3; shift 3
     local log="$logs/$name.log" t=$SECONDS rc line
     if [[ -n $show ]]; then
-        timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$log" | grep -E -- "$show"
+        timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$log" | grep --line-buffered -E -- "$show"
     else
         timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$log"
     fi

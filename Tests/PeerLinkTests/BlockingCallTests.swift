@@ -65,7 +65,7 @@ final class BlockingCallTests: XCTestCase {
             }
         }
         let hanging = hole.waitForHangingDials(n, orFinished: { dials.count + dials.failures.count > 0 }, timeout: 20)
-        XCTAssertEqual(hanging, n, "dials under way at once; each should wait on its own thread")
+        XCTAssertEqual(hanging, n, "dials under way at once; each should wait in the I/O loop, none for a thread")
 
         // While every dial hangs, two other nodes find each other, connect over TCP and talk.
         do {
@@ -85,17 +85,27 @@ final class BlockingCallTests: XCTestCase {
         XCTAssertEqual(dials.failures, [], "the hanging dials were waiting on the stalled listener")
     }
 
-    func testRunsOnANamedThreadOfItsOwnAndPassesErrorsOn() async throws {
+    func testRunsOnThePoolAndPassesErrorsOn() async throws {
         let name = await BlockingCall.run("pl.test.call") {
             (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
         }
-        XCTAssertEqual(name.trimmingCharacters(in: .whitespacesAndNewlines), "pl.test.call")
+        XCTAssertTrue(name.hasPrefix("pl.pool."), "ran on \(name), not on the blocking pool")
         do {
             try await BlockingCall.run("pl.test.fail") { () throws(TransportError) -> Void in throw .closed }
             XCTFail("must throw")
         } catch {
             XCTAssertEqual("\(error)", "\(TransportError.closed)")
         }
+    }
+
+    func testALongLivedLoopGetsANamedThreadOfItsOwn() async throws {
+        let name = AsyncStream<String>.makeStream()
+        BlockingCall.thread("pl.test.loop") {
+            name.continuation.yield((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "")
+        }
+        var got = ""
+        for await n in name.stream { got = n; break }
+        XCTAssertEqual(got.trimmingCharacters(in: .whitespacesAndNewlines), "pl.test.loop")
     }
 
     // MARK: - Helpers

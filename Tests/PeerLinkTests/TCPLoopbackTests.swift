@@ -42,8 +42,8 @@ final class TCPLoopbackTests: XCTestCase {
         XCTAssertNil(reply, "a node answers junk by closing the connection")
         conn.close()
         // A zero-length prefix is malformed too.
-        let raw = try TCPTransport.dial(try IPSocketAddress(host: "127.0.0.1", port: port),
-                                        endpoint: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
+        let rawConnection = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
+        let raw = try XCTUnwrap(rawConnection as? FDConnection)
         let plain = FDConnection(fd: dup(raw.fd), medium: .tcp, remoteDescription: "raw", lengthPrefixed: false)
         plain.enqueue([0, 0, 1, 2, 3])
         let r2 = try? await plain.receive()

@@ -20,7 +20,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     let size: UInt64
     /// Bytes the part file held when it was opened (a resume starts there).
     let resumedFrom: UInt64
-    private let queue: DispatchQueue
+    private let queue: BlockingPool.Lane
     // Queue only:
     private var fd: Int32
     private var hasher = SHA256()
@@ -42,7 +42,7 @@ final class IncomingFileWriter: @unchecked Sendable {
         self.size = size
         self.resumedFrom = end
         self.held = end
-        self.queue = DispatchQueue(label: "peerlink.file.write")
+        self.queue = BlockingPool.Lane("pl.file.write")
     }
 
     deinit { if fd >= 0 { Glibc.close(fd) } }

@@ -8,7 +8,7 @@ import Glibc
 final class OutgoingFileReader: @unchecked Sendable {
     let path: String
     private let fd: Int32
-    private let queue = DispatchQueue(label: "peerlink.file.read")
+    private let queue = BlockingPool.Lane("pl.file.read")
 
     init(path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -83,11 +83,11 @@ package enum Runtime {
         return try await BlockingCall.run(name, body)
     }
 
-    /// Runs `body` on `queue` (a serial queue keeping small steps in order) and returns its
+    /// Runs `body` behind `lane`'s earlier jobs (small steps kept in order) and returns its
     /// result; inline in a simulation.
-    package static func offload<T: Sendable>(on queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func offload<T: Sendable>(on lane: BlockingPool.Lane, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         if simulation != nil { return try body() }
-        return try await BlockingCall.run(on: queue, body)
+        return try await lane.run(body)
     }
 
     /// Runs `body` on a thread of its own without waiting for it; inline in a simulation.
@@ -103,9 +103,9 @@ package enum Runtime {
         return Date().timeIntervalSince1970
     }
 
-    /// Runs `body` on `queue` without waiting; inline in a simulation.
-    package static func post(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` behind `lane`'s earlier jobs without waiting; inline in a simulation.
+    package static func post(on lane: BlockingPool.Lane, _ body: @escaping @Sendable () -> Void) {
         if simulation != nil { return body() }
-        queue.async(execute: body)
+        lane.post(body)
     }
 }

@@ -43,7 +43,7 @@ final class IOLoop: @unchecked Sendable {
         epfd = peerlink_epoll_create()
         createError = epfd < 0 ? errno : 0
         if epfd >= 0 {
-            BlockingCall.detach(name) { [self] in run() }
+            BlockingCall.thread(name) { [self] in run() }
         }
     }
 

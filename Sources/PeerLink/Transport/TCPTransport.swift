@@ -1,3 +1,4 @@
+import CPeerLinkSys
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -15,39 +16,28 @@ public struct TCPTransport: Transport {
         try TCPListener(host: bindHost, port: port, onConnection: onConnection)
     }
 
-    /// Dials on a thread of its own: a connect that hangs until `timeout` holds back nothing else.
+    /// Dials without a thread: a non-blocking connect whose completion the I/O loop waits
+    /// for, so a connect that hangs until `timeout` holds back nothing else.
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
         let address = try IPSocketAddress(host: endpoint.host, port: endpoint.port)
-        return try await BlockingCall.run("pl.dial.tcp") { try TCPTransport.dial(address, endpoint: endpoint, timeout: timeout) }
-    }
-
-    static func dial(_ address: IPSocketAddress, endpoint: TransportEndpoint, timeout: Double) throws -> FDConnection {
         let what = "connect to \(endpoint)"
-        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw TransportError.system(operation: "socket for \(what)", errno: errno) }
         var ok = false
         defer { if !ok { Glibc.close(fd) } }
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         let r = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if r != 0 {
             guard errno == EINPROGRESS else { throw TransportError.system(operation: what, errno: errno) }
-            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            let deadline = Date().addingTimeInterval(timeout)
-            while true {
-                let ms = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
-                let n = poll(&pfd, 1, ms)
-                if n < 0, errno == EINTR { continue }
-                if n < 0 { throw TransportError.system(operation: what, errno: errno) }
-                if n == 0 { throw TransportError.timedOut(operation: what, seconds: timeout) }
-                break
+            switch await IOLoop.shared.wait(for: PEERLINK_EPOLLOUT, on: fd, timeout: timeout) {
+            case .ready: break
+            case .timedOut: throw TransportError.timedOut(operation: what, seconds: timeout)
+            case .cancelled: throw CancellationError()
             }
             var err: Int32 = 0
             var len = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
             if err != 0 { throw TransportError.system(operation: what, errno: err) }
         }
-        _ = fcntl(fd, F_SETFL, flags)
         setNoDelay(fd)
         ok = true
         let conn = FDConnection(fd: fd, medium: .tcp, remoteDescription: "\(address.host):\(address.port)", lengthPrefixed: true,
@@ -62,7 +52,8 @@ func setNoDelay(_ fd: Int32) {
     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
 }
 
-/// A listening TCP socket with an accept loop on its own thread.
+/// A listening TCP socket, accepted from whenever the I/O loop finds it readable (no thread
+/// of its own).
 final class TCPListener: TransportListener, @unchecked Sendable {
     let fd: Int32
     let port: UInt16
@@ -78,21 +69,26 @@ final class TCPListener: TransportListener, @unchecked Sendable {
         }
         self.fd = bound.fd
         self.port = bound.port
-        let thread = Thread { [self] in acceptLoop(onConnection) }
-        thread.name = "peerlink.tcp.accept"
-        thread.start()
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        Task.detached { [self] in await acceptLoop(onConnection) }
     }
 
-    private func acceptLoop(_ onConnection: @escaping @Sendable (MessageConnection) -> Void) {
-        while true {
+    private func acceptLoop(_ onConnection: @escaping @Sendable (MessageConnection) -> Void) async {
+        while !lock.withLock({ closed }) {
             var st = sockaddr_storage()
             var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let c = withUnsafeMutablePointer(to: &st) { p in
                 p.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &len) }
             }
+            if c >= 0 { _ = fcntl(c, F_SETFD, FD_CLOEXEC) }
             if c < 0 {
-                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE { if errno == EMFILE { usleep(100_000) }; continue }
-                break  // shut down
+                switch errno {
+                case EAGAIN, EWOULDBLOCK: _ = await IOLoop.shared.wait(for: PEERLINK_EPOLLIN, on: fd, timeout: 3600)
+                case EINTR, ECONNABORTED: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM: try? await Runtime.sleep(nanoseconds: 100_000_000)  // out of descriptors: later
+                default: Glibc.close(fd); return  // shut down
+                }
+                continue
             }
             if lock.withLock({ closed }) { Glibc.close(c); break }
             setNoDelay(c)
