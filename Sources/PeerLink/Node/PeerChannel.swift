@@ -20,9 +20,9 @@ actor PeerChannel {
     var pendingBulkReason: String?
     /// The latest negotiation steps, for `peerlink links`.
     var upgradeHistory: [UpgradeRecord] = []
-    private var tickTask: Task<Void, Never>?
-    /// The tick loop's current wait while the session is quiet (see `nap`).
-    private var quietNap: Task<Void, Never>?
+    /// The wait for the channel's next deadline (`armTimer`), and that deadline.
+    private var timer: Task<Void, Never>?
+    private var timerAt: UInt64?
     private var waiters: [CheckedContinuation<Void, Never>] = []
     /// The policy's current choice, and when each link came up (for its dwell time).
     private var choice = LinkChoice()
@@ -124,20 +124,6 @@ actor PeerChannel {
                 await self?.linkGone(link.id, reason: "\(error)")
             }
         }
-        if tickTask == nil {
-            // Busy: often enough to notice a stalled carrier within `suspectAfter`. Quiet
-            // (nothing in flight or owed): a few times per keepalive interval; the nap ends
-            // early as soon as there is something to do (`process`).
-            let busy = UInt64(max(20, min(100, core.config.keepaliveInterval / 4, core.config.suspectAfter / 4)))
-            let quiet = max(busy, min(250, core.config.keepaliveInterval / 4))
-            tickTask = Task { [weak self] in
-                while !Task.isCancelled {
-                    guard let nap = await self?.nap(busy: busy, quiet: quiet) else { return }
-                    await nap.value
-                    await self?.tick()
-                }
-            }
-        }
         process()
     }
 
@@ -156,17 +142,48 @@ actor PeerChannel {
         session.emit(.message(from: peer, bytes: payload, mode: .unreliable))
     }
 
-    /// The wait before the next tick; a quiet one (the shared `QuietBeat`) is kept in
-    /// `quietNap` so that `process` can end it when work appears.
-    private func nap(busy: UInt64, quiet: UInt64) -> Task<Void, Never> {
-        // In a simulation every wait is a virtual timer anyway, and the process's shared beat
-        // must not run on a simulation's clock.
-        let isQuiet = core.isQuiet && (upgrade.phase == .idle || upgrade.phase == .up) && Runtime.simulation == nil
-        // Quiet channels share the process's beat (one timer wake-up for all of them).
-        let nap = isQuiet ? Task<Void, Never> { await QuietBeat.every(quiet).wait() }
-                          : Task<Void, Never> { _ = try? await Runtime.sleep(nanoseconds: busy * 1_000_000) }
-        quietNap = isQuiet ? nap : nil
-        return nap
+    /// When the channel next needs waking: the core's timers, the negotiation's, the policy's
+    /// re-evaluation while there is a choice of links, and a look at the reader while it is
+    /// behind (its catching up is no event of this channel). Nil when nothing waits for time.
+    private func nextDeadline(now: UInt64) -> UInt64? {
+        var times = [core.nextDeadline(now: now), upgrade.nextDeadline(now: now)]
+        if links.count > 1 { times.append(max(lastPolicyRun + PeerChannel.policyInterval, now)) }
+        if core.acknowledgementsPaused { times.append(now + PeerChannel.readerCheckInterval) }
+        return times.compactMap { $0 }.min()
+    }
+
+    /// How often the policy looks at the links again while there are several (ms): they age
+    /// past its dwell time and their measurements change without events.
+    static let policyInterval: UInt64 = 250
+    /// How often a channel whose reader is behind looks whether it caught up (ms).
+    static let readerCheckInterval: UInt64 = 50
+
+    /// Sleeps until the next deadline, then ticks; no timer while nothing waits for time.
+    /// A timer already set for that time or earlier is kept (waking early is harmless).
+    private func armTimer() {
+        guard !ended, let at = nextDeadline(now: Runtime.milliseconds()) else {
+            timer?.cancel()
+            timer = nil
+            timerAt = nil
+            return
+        }
+        if let set = timerAt, set <= at, timer != nil { return }
+        timer?.cancel()
+        timerAt = at
+        timer = Task { [weak self] in
+            let now = Runtime.milliseconds()
+            if at > now {
+                do { try await Runtime.sleep(nanoseconds: (at - now) * 1_000_000) } catch { return }
+            }
+            await self?.timerFired(at)
+        }
+    }
+
+    private func timerFired(_ at: UInt64) {
+        guard timerAt == at else { return }  // replaced by an earlier one meanwhile
+        timer = nil
+        timerAt = nil
+        tick()
     }
 
     private func tick() {
@@ -176,7 +193,7 @@ actor PeerChannel {
         upgradeTick(now: now)
         // Links age past the policy's dwell time and measurements change without events:
         // re-evaluate the choice a few times a second when there is a choice to make.
-        if links.count > 1, now >= lastPolicyRun + 250 { applyPolicy() }
+        if links.count > 1, now >= lastPolicyRun + PeerChannel.policyInterval { applyPolicy() }
         process()
     }
 
@@ -208,7 +225,8 @@ actor PeerChannel {
     private func end(reason: String) {
         guard !ended else { return }
         ended = true
-        tickTask?.cancel()
+        timer?.cancel()
+        timer = nil
         upgrade.stop(reason: "the session with the peer ended", now: Runtime.milliseconds())
         runUpgradeActions()
         for l in links.values { l.close() }
@@ -230,12 +248,7 @@ actor PeerChannel {
     // MARK: the core's outputs
 
     func process() {
-        defer {
-            if let nap = quietNap, !core.isQuiet || (upgrade.phase != .idle && upgrade.phase != .up) {
-                quietNap = nil
-                nap.cancel()
-            }
-        }
+        defer { armTimer() }
         core.acknowledgementsPaused = session.readerIsBehind
         // Frames for a link go out together (one encryption pass, one write), flushed before
         // each event so that anything an event sends still follows them.
