@@ -142,15 +142,24 @@ actor PeerChannel {
         session.emit(.message(from: peer, bytes: payload, mode: .unreliable))
     }
 
-    /// When the channel next needs waking: the core's timers, the negotiation's, the policy's
-    /// re-evaluation while there is a choice of links, and a look at the reader while it is
-    /// behind (its catching up is no event of this channel). Nil when nothing waits for time.
-    private func nextDeadline(now: UInt64) -> UInt64? {
-        var times = [core.nextDeadline(now: now), upgrade.nextDeadline(now: now)]
-        if links.count > 1 { times.append(max(lastPolicyRun + PeerChannel.policyInterval, now)) }
-        if core.acknowledgementsPaused { times.append(now + PeerChannel.readerCheckInterval) }
-        return times.compactMap { $0 }.min()
+    /// When the channel next needs waking, and how late it may be: the core's timers (its
+    /// idle keepalives may come up to `lazySlack` late, so that the process's idle sessions
+    /// wake together), the negotiation's, the policy's re-evaluation while there is a choice
+    /// of links, and a look at the reader while it is behind (its catching up is no event of
+    /// this channel). Nil when nothing waits for time.
+    private func nextDeadline(now: UInt64) -> (at: UInt64, latest: UInt64)? {
+        let core = self.core.nextDeadlines(now: now)
+        var lazy = [core.lazy, upgrade.nextDeadline(now: now)]
+        if links.count > 1 { lazy.append(max(lastPolicyRun + PeerChannel.policyInterval, now)) }
+        var urgent = [core.urgent]
+        if self.core.acknowledgementsPaused { urgent.append(now + PeerChannel.readerCheckInterval) }
+        let u = urgent.compactMap { $0 }.min(), l = lazy.compactMap { $0 }.min()
+        guard let at = [u, l].compactMap({ $0 }).min() else { return nil }
+        return (at, min(u ?? .max, l.map { $0 + PeerChannel.lazySlack } ?? .max))
     }
+
+    /// How late an idle channel's keepalive work may be done (ms).
+    static let lazySlack: UInt64 = 100
 
     /// How often the policy looks at the links again while there are several (ms): they age
     /// past its dwell time and their measurements change without events.
@@ -158,10 +167,11 @@ actor PeerChannel {
     /// How often a channel whose reader is behind looks whether it caught up (ms).
     static let readerCheckInterval: UInt64 = 50
 
-    /// Sleeps until the next deadline, then ticks; no timer while nothing waits for time.
-    /// A timer already set for that time or earlier is kept (waking early is harmless).
+    /// Waits for the next deadline on the process's `DeadlineWheel` (on a timer of its own in
+    /// a simulation), then ticks; no timer while nothing waits for time. A timer already set
+    /// for that time or earlier is kept (waking early is harmless).
     private func armTimer() {
-        guard !ended, let at = nextDeadline(now: Runtime.milliseconds()) else {
+        guard !ended, let (at, latest) = nextDeadline(now: Runtime.milliseconds()) else {
             timer?.cancel()
             timer = nil
             timerAt = nil
@@ -171,9 +181,13 @@ actor PeerChannel {
         timer?.cancel()
         timerAt = at
         timer = Task { [weak self] in
-            let now = Runtime.milliseconds()
-            if at > now {
-                do { try await Runtime.sleep(nanoseconds: (at - now) * 1_000_000) } catch { return }
+            if Runtime.simulation != nil {
+                let now = Runtime.milliseconds()
+                if at > now {
+                    do { try await Runtime.sleep(nanoseconds: (at - now) * 1_000_000) } catch { return }
+                }
+            } else if at > Runtime.milliseconds() {
+                guard await DeadlineWheel.shared.wait(until: at, latest: latest) else { return }
             }
             await self?.timerFired(at)
         }

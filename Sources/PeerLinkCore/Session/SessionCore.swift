@@ -507,16 +507,25 @@ public struct SessionCore: Sendable {
     /// tick at once. Each instant is computed the way `tick` tests it, so a driver that ticks
     /// only at these instants does what one ticking every millisecond would.
     public func nextDeadline(now: UInt64) -> UInt64? {
-        guard !isClosed else { return nil }
-        var best: UInt64?
-        func consider(_ t: UInt64?) {
+        let d = nextDeadlines(now: now)
+        return [d.urgent, d.lazy].compactMap { $0 }.min()
+    }
+
+    /// `nextDeadline`, split by how late a wake may come: `urgent` (acknowledgements, probes
+    /// of a busy carrier, suspicion, throughput ramps) as close to the instant as the driver
+    /// can; `lazy` (idle keepalives and probe bookkeeping, dead links, throughput samples)
+    /// may come somewhat late, so that a driver can wake many idle sessions at once.
+    public func nextDeadlines(now: UInt64) -> (urgent: UInt64?, lazy: UInt64?) {
+        guard !isClosed else { return (nil, nil) }
+        var urgent: UInt64?, lazy: UInt64?
+        func consider(_ t: UInt64?, _ best: inout UInt64?) {
             guard let t else { return }
             let at = max(t, now)
             if best.map({ at < $0 }) ?? true { best = at }
         }
         for link in linkOrder {
             guard let s = links[link] else { continue }
-            consider(s.lastReceived + config.deadAfter)
+            consider(s.lastReceived + config.deadAfter, &lazy)
             let carrying = Lane.allCases.contains { lane($0).carryingLink == link && lane($0).hasInflight }
             let frame = Lane.allCases.filter { lane($0).carryingLink == link }.map { lane($0).oldestInflightSize }.max() ?? 0
             let suspectAfter = suspectBound(of: s, frameBytes: frame)
@@ -527,14 +536,17 @@ public struct SessionCore: Sendable {
             if carrying {
                 let busyFrom = s.lastProgress + suspectAfter / 2
                 let busyDue = max(busyFrom, s.outstandingPings.last.map { $0 + suspectAfter / 2 } ?? busyFrom)
-                consider(idleDue < busyFrom ? min(idleDue, busyDue) : busyDue)
+                if idleDue < busyFrom { consider(idleDue, &lazy) }
+                consider(busyDue, &urgent)
             } else {
-                consider(idleDue)
+                consider(idleDue, &lazy)
             }
             let lostAfter = max(config.keepaliveInterval, 4 * (s.rtt ?? 0))
-            for token in s.outstandingPings where !s.countedLost.contains(token) { consider(token + lostAfter) }
-            consider(throughputDue(s, now: now))
-            if s.suspectBackoff > 1 { consider(s.lastFalseAlarm + SessionCore.falseAlarmMemory) }
+            for token in s.outstandingPings where !s.countedLost.contains(token) { consider(token + lostAfter, &lazy) }
+            if let t = throughputDue(s, now: now) {
+                if s.saturated { consider(t, &urgent) } else { consider(t, &lazy) }
+            }
+            if s.suspectBackoff > 1 { consider(s.lastFalseAlarm + SessionCore.falseAlarmMemory, &lazy) }
         }
         for laneKind in Lane.allCases {
             let l = lane(laneKind)
@@ -543,14 +555,14 @@ public struct SessionCore: Sendable {
             let bound = suspectBound(of: s, frameBytes: l.oldestInflightSize)
             let silent = s.lastReceived + bound
             let stuck = s.outstandingPings.first.map { max(s.lastProgress + bound, $0 + bound) }
-            consider(max(sent + bound, min(silent, stuck ?? .max)))
+            consider(max(sent + bound, min(silent, stuck ?? .max)), &urgent)
         }
         if !acknowledgementsPaused {
             for laneKind in Lane.allCases where lane(laneKind).receivedSinceAck > 0 && ackLink(for: laneKind) != nil {
-                consider(ackDue[laneKind] ?? now)
+                consider(ackDue[laneKind] ?? now, &urgent)
             }
         }
-        return best
+        return (urgent, lazy)
     }
 
     /// When `updateThroughput` next changes the estimate of a link (nil: not until bytes come).
