@@ -23,8 +23,7 @@ enum DialRace {
                             race.failed("\(ep): \(error)")
                         }
                     }
-                    let deadline = Runtime.seconds() + stagger
-                    while Runtime.seconds() < deadline, race.waitingOnSome { try? await Runtime.sleep(nanoseconds: 10_000_000) }
+                    await race.pause(stagger)
                 }
                 race.allStarted()
             }
@@ -41,11 +40,29 @@ enum DialRace {
         private var failed = 0
         private var everyoneStarted = false
         private var reasons: [String] = []
+        /// The wait between two starts (`pause`), ended early when nothing is in flight.
+        private var pausing: CheckedContinuation<Void, Never>?
 
         func set(_ c: CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>) { lock.withLock { continuation = c } }
         var failures: [String] { lock.withLock { reasons } }
-        /// Whether an attempt is still in flight and nobody won yet (the stagger wait goes on).
-        var waitingOnSome: Bool { lock.withLock { !done && started > failed } }
+        /// Waits `seconds`, or less: until every attempt in flight failed or one won.
+        func pause(_ seconds: Double) async {
+            let timer = Task.detached { [self] in
+                try? await Runtime.sleep(seconds: seconds)
+                endPause()
+            }
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now: Bool = lock.withLock {
+                    guard !done, started > failed else { return true }
+                    pausing = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+            timer.cancel()
+        }
+
+        private func endPause() { lock.withLock { () -> CheckedContinuation<Void, Never>? in defer { pausing = nil }; return pausing }?.resume() }
 
         /// Counts a new attempt; false once the race is decided.
         func start() -> Bool { lock.withLock { if done { return false }; started += 1; return true } }
@@ -58,16 +75,18 @@ enum DialRace {
                 return continuation
             }
             c?.resume(returning: (link, ep))
+            endPause()
             return c != nil
         }
 
         func failed(_ why: String) {
-            let c = lock.withLock { () -> CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>? in
+            let (c, idle) = lock.withLock { () -> (CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>?, Bool) in
                 reasons.append(why)
                 failed += 1
-                return finishIfLost()
+                return (finishIfLost(), failed == started)
             }
             c?.resume(returning: nil)
+            if idle { endPause() }
         }
 
         func allStarted() {
