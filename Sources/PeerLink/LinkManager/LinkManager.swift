@@ -11,12 +11,17 @@ actor LinkManager {
     private weak var session: Session?
     private weak var node: Node?
     private var endpoints: [TransportEndpoint] = []
-    private var linkOfPath: [String: LinkID] = [:]
-    private var retry: [String: (failures: Int, at: Double)] = [:]  // at: Runtime.seconds()
-    private var dialling: Set<String> = []
+    /// The decisions: which path is due when (PeerLinkCore's `PathUpkeep`).
+    private var upkeep = PathUpkeep()
     private var loop: Task<Void, Never>?
-    /// Seconds between checks of the paths.
-    static let interval: Double = 1
+    /// The loop's wait for the next deadline or a change (a link down, a dial done, a new path).
+    private var wake: CheckedContinuation<Void, Never>?
+    /// Checks of the paths done so far, and the paths dialled, in order (the record of what
+    /// the manager decided; tests read it).
+    private(set) var checks = 0
+    private(set) var dialled: [String] = []
+    /// The paths the manager knows to have a link (it dials none of them), sorted.
+    var linkedPaths: [String] { upkeep.linkedPaths }
 
     init(peer: PeerID, session: Session) {
         self.peer = peer
@@ -27,14 +32,8 @@ actor LinkManager {
     func start(node: Node, info: PeerInfo, first: TransportEndpoint, link: LinkID) {
         self.node = node
         merge(info.endpoints)
-        if let path = paths().first(where: { $0.endpoint == first }) { linkOfPath[path.key] = link }
-        guard loop == nil else { return }
-        loop = Task { [weak self] in
-            while !Task.isCancelled {
-                guard let self, await self.check() else { return }
-                try? await Runtime.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
-            }
-        }
+        if let path = paths().first(where: { $0.endpoint == first }) { upkeep.linked(path.key, link) }
+        run()
     }
 
     /// Starts maintaining links on the side that accepted the invitation, once it learns the
@@ -45,31 +44,32 @@ actor LinkManager {
         guard self.node == nil else { return update(info) }
         self.node = node
         merge(info.endpoints)
-        for (link, key) in live { linkOfPath[key] = link }
-        let later = Runtime.seconds() + grace
-        for path in paths() where linkOfPath[path.key] == nil { retry[path.key] = (0, later) }
-        guard loop == nil else { return }
-        loop = Task { [weak self] in
-            while !Task.isCancelled {
-                guard let self, await self.check() else { return }
-                try? await Runtime.sleep(nanoseconds: UInt64(LinkManager.interval * 1e9))
-            }
-        }
+        for (link, key) in live { upkeep.linked(key, link) }
+        upkeep.holdOff(until: Runtime.milliseconds() + UInt64(grace * 1000))
+        run()
     }
 
     /// New or changed discovery record of the peer: its endpoints are added to the paths.
     func update(_ info: PeerInfo) {
         merge(info.endpoints)
-        Task { _ = await check() }
+        poke()
+    }
+
+    /// A link of the session with this peer went down: its path is due again.
+    func linkDown(_ link: LinkID) {
+        upkeep.linkDown(link)
+        poke()
     }
 
     func stop() {
         loop?.cancel()
         loop = nil
+        poke()
     }
 
     private func merge(_ new: [TransportEndpoint]) {
         for e in new where !endpoints.contains(e) { endpoints.append(e) }
+        upkeep.setPaths(paths().map(\.key))
     }
 
     private func paths() -> [LinkPath] {
@@ -77,24 +77,54 @@ actor LinkManager {
         return LinkPaths.select(endpoints, policy: session.policy.kind, media: Set(node.transports.map(\.medium)))
     }
 
-    /// Dials every path without a live link whose retry time has come. Returns false once the
-    /// peer has left the session (the manager then stops).
+    /// Checks the paths whenever something changed or a retry comes due; no polling.
+    private func run() {
+        guard loop == nil else { return poke() }
+        loop = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self, await self.check() else { return }
+                await self.waitForChange()
+            }
+        }
+    }
+
+    /// Sleeps until the next path comes due, or until `poke`.
+    private func waitForChange() async {
+        let deadline = upkeep.nextDeadline(now: Runtime.milliseconds())
+        let timer: Task<Void, Never>? = deadline.map { at in
+            Task { [weak self] in
+                let now = Runtime.milliseconds()
+                if at > now { do { try await Runtime.sleep(nanoseconds: (at - now) * 1_000_000) } catch { return } }
+                await self?.poke()
+            }
+        }
+        await withCheckedContinuation { wake = $0 }
+        timer?.cancel()
+    }
+
+    private func poke() {
+        let w = wake
+        wake = nil
+        w?.resume()
+    }
+
+    /// Dials every path that is due. Returns false once the peer has left the session (the
+    /// manager then stops).
     private func check() async -> Bool {
         guard let session, let node, let channel = session.registry.channel(for: peer), await channel.isAlive else { return false }
-        let live = await channel.linkIDs()
-        let now = Runtime.seconds()
-        for path in paths() {
-            if let id = linkOfPath[path.key], live.contains(id) { continue }
-            if dialling.contains(path.key) { continue }
-            if let r = retry[path.key], r.at > now { continue }
-            dialling.insert(path.key)
+        upkeep.live(await channel.linkIDs())
+        checks += 1
+        let byKey = Dictionary(paths().map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        for key in upkeep.due(now: Runtime.milliseconds()) {
+            guard let path = byKey[key] else { upkeep.dialAbandoned(key); continue }
+            dialled.append(key)
             Task { await self.dial(path, node: node, session: session) }
         }
         return true
     }
 
     private func dial(_ path: LinkPath, node: Node, session: Session) async {
-        defer { dialling.remove(path.key) }
+        defer { poke() }
         do {
             let link = try await node.dial(path.endpoint, expecting: peer, timeout: 10)
             let answer = try await node.requestJoin(link, context: [], timeout: 10)
@@ -104,14 +134,12 @@ actor LinkManager {
             }
             guard let channel = session.registry.channel(for: peer), await channel.isAlive else {
                 link.close()
+                upkeep.dialAbandoned(path.key)
                 return
             }
-            linkOfPath[path.key] = await session.attach(link, initiator: true)
-            retry[path.key] = nil
+            upkeep.linked(path.key, await session.attach(link, initiator: true))
         } catch {
-            let failures = (retry[path.key]?.failures ?? 0) + 1
-            let wait = min(30, pow(2, Double(failures - 1)))
-            retry[path.key] = (failures, Runtime.seconds() + wait)
+            let wait = Double(upkeep.dialFailed(path.key, now: Runtime.milliseconds())) / 1000
             session.emit(.linkAttemptFailed(peer, endpoint: path.endpoint, reason: "\(error)", retryIn: wait))
         }
     }

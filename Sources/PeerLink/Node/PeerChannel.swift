@@ -219,6 +219,7 @@ actor PeerChannel {
         core.linkDown(id)
         applyPolicy()
         session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: reason))
+        session.linkDown(peer, id)
         upgradeNoticeLinkDown(id, reason: reason)
         process()
         if links.isEmpty { end(reason: reason) }
@@ -297,6 +298,7 @@ actor PeerChannel {
             if let link = links.removeValue(forKey: id) {
                 link.close()
                 session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
+                session.linkDown(peer, id)
                 upgradeNoticeLinkDown(id, reason: "nothing received for \(seconds) s (keepalive)")
             }
             applyPolicy()

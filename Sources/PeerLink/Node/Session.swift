@@ -205,6 +205,12 @@ public final class Session: Sendable {
 
     /// The link manager of a peer this session invited.
     func manager(for peer: PeerID) -> LinkManager { managers.get(peer, session: self) }
+
+    /// A link of `peer` went down: its link manager dials the path again (no polling).
+    func linkDown(_ peer: PeerID, _ link: LinkID) {
+        guard let m = managers.existing(peer) else { return }
+        Task { await m.linkDown(link) }
+    }
     /// How many peers have a link manager (tests: none once every peer left).
     var linkManagerCount: Int { managers.count }
 
