@@ -28,6 +28,15 @@ public actor Node {
     private var pendingInvitations = 0
     /// The discovery info of the running advertiser, told in the hello (PROTOCOL §6 field 5).
     private var advertisedInfo: DiscoveryInfo?
+    /// PeerLink's own protocols on this node's sessions (`NodeService`), besides resources.
+    nonisolated let serviceRegistry = ServiceRegistry()
+    /// The registered services.
+    nonisolated var services: [any NodeService] { serviceRegistry.all }
+
+    /// Registers a node-level service: every peer channel made from now on gets its handler,
+    /// and a peer's stream named with the service's prefix goes to it. Throws when another
+    /// service has the prefix, or it is not a reserved name (`peerlink/…`).
+    package nonisolated func register(_ service: any NodeService) throws { try serviceRegistry.add(service) }
 
     /// - Parameters:
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).

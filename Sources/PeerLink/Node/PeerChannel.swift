@@ -3,7 +3,7 @@ import Foundation
 
 /// Serves one remote peer of a session: owns its links, drives the sans-I/O `SessionCore`
 /// with their frames and a timer, and turns the core's events into session events.
-actor PeerChannel {
+package actor PeerChannel {
     nonisolated let peer: PeerID
     nonisolated let displayName: String
     nonisolated let remoteToken: [UInt8]
@@ -29,34 +29,15 @@ actor PeerChannel {
     /// The carrier last reported per role, to emit `carrierChanged` only on change.
     private var reported: [LinkRole: LinkID] = [:]
 
-    // Outgoing resources and streams
-    private var accepted: [UInt32: UInt64] = [:]
-    private var results: [UInt32: Bool] = [:]
-    private var refused: Set<UInt32> = []
-    // Incoming
+    /// Our outgoing streams and resources the receiver cancelled.
+    private(set) var refused: Set<UInt32> = []
+    /// The application's incoming streams.
     private var incomingStreams: [UInt32: IncomingStream] = [:]
-    private var offers: [UInt32: ResourceOffer] = [:]
-    private var receiving: [UInt32: IncomingFile] = [:]
-    /// File bytes that arrived during this `process` pass, per resource: each file's writer
-    /// gets them in one job with one completion (`flushFileBytes`), not one per record.
-    private var unwritten: [UInt32: [ArraySlice<UInt8>]] = [:]
-
-    /// Why the receiver refused or stopped one of our outgoing resources (RESOURCE_ERROR).
-    private var refusals: [UInt32: ResourceError] = [:]
-
-    struct IncomingFile {
-        let offer: ResourceOffer
-        let directory: String
-        let writer: IncomingFileWriter
-        /// Bytes in the part file (written and hashed).
-        var received: UInt64
-        let resumedFrom: UInt64
-        var lastReported: UInt64
-        /// Space promised to this file on its disk, released as it is written or dropped.
-        let reservation: DiskReservation?
-        /// Bytes handed to the writer and not yet written.
-        var queued: UInt64 = 0
-    }
+    /// The node services' sides of this peer (`NodeService`), resources first.
+    let resources = ResourceHandler()
+    private var handlers: [any PeerProtocolHandler]
+    /// Each service's stream-name prefix, for the peer's streams it answers.
+    private var streamOwners: [(prefix: String, handler: any PeerProtocolHandler)]
 
     init(session: Session, peer: PeerID, displayName: String, remoteToken: [UInt8], initiator: Bool, config: SessionConfig) {
         self.session = session
@@ -65,6 +46,15 @@ actor PeerChannel {
         self.remoteToken = remoteToken
         self.core = SessionCore(role: initiator ? .initiator : .responder, config: config)
         self.upgrade = LinkUpgrade(initiator: initiator, config: config.upgrade)
+        var handlers: [any PeerProtocolHandler] = [resources]
+        var owners: [(prefix: String, handler: any PeerProtocolHandler)] = []
+        for service in session.node.services {
+            let h = service.makeHandler(peer: peer, session: session)
+            handlers.append(h)
+            if let prefix = service.streamPrefix { owners.append((prefix, h)) }
+        }
+        self.handlers = handlers
+        self.streamOwners = owners
     }
 
     var isAlive: Bool { !ended }
@@ -248,12 +238,7 @@ actor PeerChannel {
         links.removeAll()
         for s in incomingStreams.values { s.buffer.finish(.notConnected(peer)) }
         incomingStreams.removeAll()
-        flushFileBytes()  // what arrived is kept for a resume
-        for (_, f) in receiving {
-            f.writer.close()
-            session.emit(.resourceFinished(progress(f), path: nil, error: "peer disconnected (\(reason)); the partial file is kept to resume"))
-        }
-        receiving.removeAll()
+        for h in handlers { h.ended(reason: reason, in: self) }
         state = .notConnected
         session.emit(.peerStateChanged(peer, displayName: displayName, state: .notConnected))
         wakeAll()
@@ -284,12 +269,14 @@ actor PeerChannel {
             }
         }
         flushBatch()
-        flushFileBytes()
+        for h in handlers { h.passEnded(in: self) }
         reportCarriers()
         wakeAll()
     }
 
     private func handle(_ e: SessionEvent) {
+        // The node services' events first (resources; streams a service opened).
+        for h in handlers where h.handle(e, in: self) { return }
         switch e {
         case let .message(bytes, reliable):
             session.emit(.message(from: peer, bytes: bytes, mode: reliable ? .reliable : .unreliable))
@@ -313,35 +300,30 @@ actor PeerChannel {
         case let .streamOpened(id, name):
             let s = IncomingStream(peer: peer, name: name, id: id, channel: self)
             incomingStreams[id] = s
-            session.emit(.streamOpened(s))
-        case let .streamData(id, bytes):
-            if let s = incomingStreams[id] {
-                s.buffer.push(Array(bytes))
-            } else if receiving[id] != nil {
-                writeResource(id, bytes)
+            if NodeServices.isReserved(name) {
+                // A stream of one of PeerLink's own protocols: its service's, never the application's.
+                if let owner = streamOwners.first(where: { name.hasPrefix($0.prefix) }) {
+                    owner.handler.streamOpened(s, in: self)
+                } else {
+                    incomingStreams[id] = nil
+                    core.close(stream: id, cancel: true, now: Runtime.milliseconds())
+                }
+            } else {
+                session.emit(.streamOpened(s))
             }
+        case let .streamData(id, bytes):
+            incomingStreams[id]?.buffer.push(Array(bytes))
             upgrade.bulkActivity(now: Runtime.milliseconds())
         case let .streamClosed(id, status):
-            flushFileBytes()  // a file's last bytes go to its writer before its end
             if let s = incomingStreams.removeValue(forKey: id) {
                 s.buffer.finish(status == .finished ? nil : .resourceFailed("stream cancelled by the sender"))
-            } else if receiving[id] != nil {
-                finishResource(id, status: status)
-            } else if offers.removeValue(forKey: id) == nil {
+            } else {
                 refused.insert(id)  // our outgoing stream or resource, cancelled by the receiver
             }
         case .streamWritable:
             break
-        case let .resourceOffered(id, name, size, sha):
-            let offer = ResourceOffer(peer: peer, stream: id, name: SafeFileName.from(name), size: size, sha256: sha)
-            offers[id] = offer
-            session.emit(.resourceOffered(offer))
-        case let .resourceAccepted(id, offset):
-            accepted[id] = offset
-        case let .resourceResult(id, ok):
-            results[id] = ok
-        case let .resourceError(id, reason):
-            refusals[id] = reason
+        case .resourceOffered, .resourceAccepted, .resourceResult, .resourceError:
+            break  // the resource service's
         case let .linkSetup(m):
             receivedLinkSetup(m)
         case let .remoteLeft(_, text):
@@ -422,7 +404,7 @@ actor PeerChannel {
     }
 
     /// Suspends until the core produced something (an ack, credit, an answer) or the channel ended.
-    private func waitForChange() async {
+    func waitForChange() async {
         await withCheckedContinuation { waiters.append($0) }
     }
 
@@ -443,258 +425,30 @@ actor PeerChannel {
         }
     }
 
-    // MARK: outgoing resources
+    // MARK: resources (the node's resource service, ResourceHandler)
 
     func sendResource(path: String, name: String, progress: (@Sendable (ResourceProgress) -> Void)?) async throws {
-        let peer = self.peer
-        // A faster link is proposed before the file is hashed: forming a Wi-Fi Direct group
-        // and hashing a large file on a Raspberry Pi take seconds each, and need not take
-        // them one after the other.
-        let size = try FileIdentity(path: path).size
-        guard !ended else { throw PeerLinkError.notConnected(peer) }
-        bulkStarting("sending '\(name)' (\(ByteCount.text(size)))")
-        // Hashing runs off this actor (FileDigest), once per file content, so a retry after a
-        // lost link does not hash again. Each progress step counts as bulk activity, so that
-        // a long hash does not look like an idle upgraded link.
-        let (hashedSize, sha) = try await FileDigest.sha256(ofFileAt: path) { [weak self] done, total in
-            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
-                                       resumedFrom: 0, stage: .hashing))
-            Task { await self?.bulkContinues() }
-        }
-        guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
-        let reader = try OutgoingFileReader(path: path)
-        guard !ended else { throw PeerLinkError.notConnected(peer) }
-        let id = try core.offerResource(name: name, size: size, sha256: sha, now: Runtime.milliseconds())
-        process()
-        defer { refusals[id] = nil }
-        while accepted[id] == nil {
-            try cancelIfNeeded(id, name)
-            if refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceDeclined(name) }
-            guard !ended else { throw PeerLinkError.notConnected(peer) }
-            await waitForChange()
-        }
-        let start = min(accepted[id] ?? 0, size)
-        var sent = start
-        var lastReport = UInt64(0)
-        func report() {
-            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start))
-        }
-        report()
-        // Read ahead in chunks of up to 1 MiB (off this actor), hand them to the core within credit.
-        var chunk: [UInt8] = []
-        var used = 0
-        while sent < size {
-            guard !ended else { throw PeerLinkError.notConnected(peer) }
-            try cancelIfNeeded(id, name)
-            if refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
-            let credit = core.credit(of: id) ?? 0
-            if credit == 0 || core.bulkBacklogBytes > core.config.sendWindow {
-                await waitForChange()
-                continue
-            }
-            if used == chunk.count {
-                chunk = try await reader.read(at: sent, count: Int(min(UInt64(1 << 20), size - sent)))
-                used = 0
-                guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
-                continue  // state may have changed while reading
-            }
-            let n = min(credit, 64 * 1024, chunk.count - used)
-            try core.write(chunk[used..<used + n], to: id, now: Runtime.milliseconds())
-            upgrade.bulkActivity(now: Runtime.milliseconds())
-            used += n
-            process()
-            sent += UInt64(n)
-            if sent - lastReport >= 256 * 1024 || sent == size { lastReport = sent; report() }
-        }
-        core.close(stream: id, cancel: false, now: Runtime.milliseconds())
-        process()
-        while results[id] == nil {
-            guard !ended else { throw PeerLinkError.notConnected(peer) }
-            if refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
-            await waitForChange()
-        }
-        let ok = results.removeValue(forKey: id) ?? false
-        accepted[id] = nil
-        let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start)
-        session.emit(.resourceFinished(done, path: path, error: ok ? nil : "the receiver's SHA-256 check failed"))
-        guard ok else { throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed") }
+        try await resources.send(path: path, name: name, progress: progress, in: self)
     }
-
-    /// The receiver's reason for refusing or stopping resource `id`, if it gave one.
-    private func refusal(of id: UInt32, _ name: String) -> PeerLinkError? {
-        refusals[id].map { PeerLinkError.resourceRefused(name: name, reason: $0) }
-    }
-
-    /// Aborts an outgoing resource when the sending task was cancelled.
-    private func cancelIfNeeded(_ id: UInt32, _ name: String) throws {
-        guard Task.isCancelled else { return }
-        core.close(stream: id, cancel: true, now: Runtime.milliseconds())
-        process()
-        throw CancellationError()
-    }
-
-    // MARK: incoming resources
 
     /// Stops receiving a resource; the partial file is kept so a later transfer can resume.
-    func cancelIncoming(_ offer: ResourceOffer) {
-        if offers.removeValue(forKey: offer.stream) != nil {
-            core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
-            process()
-        } else if receiving[offer.stream] != nil {
-            failResource(offer.stream, "cancelled by the receiver; the partial file is kept to resume")
-            process()
-        }
-    }
+    func cancelIncoming(_ offer: ResourceOffer) { resources.cancelIncoming(offer, in: self) }
 
     /// Accepts an offer into `directory`, refusing it (and telling the sender why) when the
     /// bytes still to come do not fit in the free space less `keepFree`.
     func acceptResource(_ offer: ResourceOffer, directory: String, keepFree: UInt64) throws {
-        guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
-        let fm = FileManager.default
-        let partDir = (directory as NSString).appendingPathComponent(".peerlink-partial")
-        do {
-            try fm.createDirectory(atPath: partDir, withIntermediateDirectories: true)
-        } catch {
-            throw PeerLinkError.file("cannot create \(partDir): \(error.localizedDescription)")
-        }
-        let partPath = (partDir as NSString).appendingPathComponent(FileDigest.hex(offer.sha256) + ".part")
-        let writer = try IncomingFileWriter(partPath: partPath, size: offer.size)
-        let needed = offer.size - writer.resumedFrom
-        // Space other accepted transfers will still write to the same disk is not free.
-        let device = DiskSpace.device(of: partDir)
-        if let free = DiskSpace.available(at: partDir) {
-            let promised = device.map { DiskSpace.pending.promised(on: $0) } ?? 0
-            let usable = free > keepFree + promised ? free - keepFree - promised : 0
-            if needed > usable {
-                writer.discard()
-                offers[offer.stream] = nil
-                let reason = ResourceError.noSpace(needed: needed, available: usable)
-                core.refuseResource(offer.stream, error: reason, now: Runtime.milliseconds())
-                process()
-                throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
-            }
-        }
-        offers[offer.stream] = nil
-        let have = writer.resumedFrom
-        receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, writer: writer,
-                                               received: have, resumedFrom: have, lastReported: have,
-                                               reservation: device.map { DiskSpace.pending.reserve(needed, on: $0) })
-        // A resumed prefix is hashed again before new bytes are written (on the writer's queue).
-        let peer = self.peer, session = self.session, name = offer.name, size = offer.size
-        writer.hashHeldPrefix { done, _ in
-            session.emit(.resourceProgress(ResourceProgress(peer: peer, name: name, direction: .receiving, completed: done,
-                                                            total: size, resumedFrom: have, stage: .verifying)))
-        }
-        try core.acceptResource(offer.stream, offset: have, now: Runtime.milliseconds())
-        process()
-        if let f = receiving[offer.stream] { session.emit(.resourceProgress(progress(f))) }
+        try resources.accept(offer, directory: directory, keepFree: keepFree, in: self)
     }
 
-    func declineResource(_ offer: ResourceOffer) {
-        guard offers[offer.stream] != nil else { return }
-        core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
-        offers[offer.stream] = nil
-        process()
+    func declineResource(_ offer: ResourceOffer) { resources.decline(offer, in: self) }
+
+    /// A file writer's completion, back on this actor.
+    func resourceWritten(_ id: UInt32, _ count: Int, _ result: Result<UInt64, IncomingFileWriter.Failure>) {
+        resources.written(id, count, result, in: self)
     }
 
-    private func progress(_ f: IncomingFile) -> ResourceProgress {
-        ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.received, total: f.offer.size, resumedFrom: f.resumedFrom)
-    }
-
-    /// Takes received bytes of a file for its writer (handed over at the end of the pass);
-    /// credit goes back once they are written, so a slow disk slows the sender.
-    private func writeResource(_ id: UInt32, _ bytes: ArraySlice<UInt8>) {
-        guard var f = receiving[id] else { return }
-        guard f.received + f.queued + UInt64(bytes.count) <= f.offer.size else {
-            failResource(id, "the sender sent more than the announced \(f.offer.size) bytes")
-            return
-        }
-        f.queued += UInt64(bytes.count)
-        receiving[id] = f
-        unwritten[id, default: []].append(bytes)
-    }
-
-    /// Hands each file's bytes of this pass to its writer, in order.
-    private func flushFileBytes() {
-        guard !unwritten.isEmpty else { return }
-        let batches = unwritten
-        unwritten.removeAll()
-        for (id, parts) in batches {
-            guard let f = receiving[id] else { continue }
-            let count = parts.reduce(0) { $0 + $1.count }
-            let hold = IncomingFileWriter.Hooks.holdCompletion()
-            f.writer.write(parts) { [weak self] result in
-                Task {
-                    if hold > 0 { try? await Runtime.sleep(nanoseconds: hold) }
-                    await self?.written(id, count, result)
-                }
-            }
-        }
-    }
-
-    private func written(_ id: UInt32, _ count: Int, _ result: Result<UInt64, IncomingFileWriter.Failure>) {
-        guard var f = receiving[id] else { return }
-        switch result {
-        case .success:
-            // Completions come back through separate tasks, so they may run out of order:
-            // count what each one wrote rather than trusting the latest `held` (which may
-            // include bytes whose own completion, still counted in `queued`, has not run).
-            f.queued -= UInt64(count)
-            f.reservation?.wrote(UInt64(count))
-            f.received += UInt64(count)
-            receiving[id] = f
-            if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
-                receiving[id]?.lastReported = f.received
-                session.emit(.resourceProgress(progress(f)))
-            }
-            core.consumed(count, of: id, now: Runtime.milliseconds())
-        case let .failure(.diskFull(held)):
-            receiving[id]?.received = held
-            failResource(id, "the disk is full after \(ByteCount.text(held)) of \(ByteCount.text(f.offer.size)); the partial file is kept to resume",
-                         telling: .diskFull(held: held, size: f.offer.size))
-        case let .failure(.failed(held, reason)):
-            receiving[id]?.received = held
-            failResource(id, "\(reason); the partial file is kept to resume",
-                         telling: .writeFailed(held: held, size: f.offer.size, reason: reason))
-        }
-        process()
-    }
-
-    private func failResource(_ id: UInt32, _ why: String, telling reason: ResourceError? = nil) {
-        flushFileBytes()  // what arrived before the failure is kept for a resume
-        guard let f = receiving.removeValue(forKey: id) else { return }
-        f.writer.close()
-        if let reason { core.refuseResource(id, error: reason, now: Runtime.milliseconds()) } else { core.close(stream: id, cancel: true, now: Runtime.milliseconds()) }
-        session.emit(.resourceFinished(progress(f), path: nil, error: why))
-    }
-
-    private func finishResource(_ id: UInt32, status: StreamCloseStatus) {
-        guard let f = receiving[id] else { return }
-        guard status == .finished else {
-            receiving[id] = nil
-            f.writer.close()
-            session.emit(.resourceFinished(progress(f), path: nil, error: "cancelled by the sender; the partial file is kept to resume"))
-            return
-        }
-        // Every byte is hashed as it is written: verifying is a comparison, off this actor.
-        f.writer.finish(sha256: f.offer.sha256, directory: f.directory, name: f.offer.name) { [weak self] result in
-            Task { await self?.verified(id, result) }
-        }
-    }
-
-    private func verified(_ id: UInt32, _ result: Result<String, PeerLinkError>) {
-        guard var f = receiving.removeValue(forKey: id) else { return }
-        switch result {
-        case let .success(path):
-            f.received = f.offer.size
-            core.finishResource(id, ok: true, now: Runtime.milliseconds())
-            session.emit(.resourceFinished(progress(f), path: path, error: nil))
-        case let .failure(e):
-            core.finishResource(id, ok: false, now: Runtime.milliseconds())
-            session.emit(.resourceFinished(progress(f), path: nil, error: "\(e)"))
-        }
-        process()
-    }
+    /// A file's verification, back on this actor.
+    func resourceVerified(_ id: UInt32, _ result: Result<String, PeerLinkError>) { resources.verified(id, result, in: self) }
 
     // MARK: streams
 
@@ -767,11 +521,8 @@ actor PeerChannel {
 extension PeerChannel {
     /// The channel's state in one line, for diagnosing a transfer that does not progress.
     func debugState() -> String {
-        let inbound = receiving.map {
-            "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size) window \(core.window(of: $0.key) ?? 0)"
-        }
-        return "peer \(peer.short) ended=\(ended) links=\(links.keys.sorted()) waiters=\(waiters.count) "
-            + "accepted=\(accepted) results=\(results) refused=\(refused) offers=\(offers.keys.sorted()) receiving=\(inbound) "
+        "peer \(peer.short) ended=\(ended) links=\(links.keys.sorted()) waiters=\(waiters.count) refused=\(refused) "
+            + resources.debugState(core) + " "
             + "unacked=\(core.unacknowledgedBytes) bulkBacklog=\(core.bulkBacklogBytes) ackPaused=\(core.acknowledgementsPaused) "
             + "fragment=\(core.fragmentSize)/\(core.bulkFragmentSize)"
     }

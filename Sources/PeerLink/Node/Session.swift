@@ -145,8 +145,17 @@ public final class Session: Sendable {
         await registry.channel(for: offer.peer)?.declineResource(offer)
     }
 
-    /// Opens an outgoing byte stream to a peer.
+    /// Opens an outgoing byte stream to a peer. Names starting with `peerlink/` belong to
+    /// PeerLink's own services and are refused.
     public func openStream(name: String, to peer: PeerID) async throws -> OutgoingStream {
+        guard !NodeServices.isReserved(name) else {
+            throw PeerLinkError.resourceFailed("stream names starting with '\(NodeServices.reservedPrefix)' are PeerLink's own; choose another")
+        }
+        return try await openServiceStream(name: name, to: peer)
+    }
+
+    /// Opens a stream of a node service (its name may be reserved).
+    package func openServiceStream(name: String, to peer: PeerID) async throws -> OutgoingStream {
         guard let c = registry.channel(for: peer) else { throw PeerLinkError.notConnected(peer) }
         return try await c.openStream(name: name)
     }

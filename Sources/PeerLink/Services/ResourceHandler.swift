@@ -1,0 +1,340 @@
+import Foundation
+import PeerLinkCore
+
+/// Resources (files) with one peer — PeerLink's first node-level service (PROTOCOL §10): the
+/// offer, the receiver's space check and acceptance, the bytes within credit, the receiver's
+/// writes and SHA-256 check, its verdict or refusal, and a cancel on either side. It lives
+/// inside its peer channel and runs on the channel's actor (`PeerProtocolHandler`).
+final class ResourceHandler: PeerProtocolHandler {
+    // Outgoing: the receiver's answers, by stream.
+    private var accepted: [UInt32: UInt64] = [:]
+    private var results: [UInt32: Bool] = [:]
+    /// Why the receiver refused or stopped one of our outgoing resources (RESOURCE_ERROR).
+    private var refusals: [UInt32: ResourceError] = [:]
+    // Incoming
+    private var offers: [UInt32: ResourceOffer] = [:]
+    private var receiving: [UInt32: IncomingFile] = [:]
+    /// File bytes that arrived during this `process` pass, per resource: each file's writer
+    /// gets them in one job with one completion (`flushFileBytes`), not one per record.
+    private var unwritten: [UInt32: [ArraySlice<UInt8>]] = [:]
+
+    struct IncomingFile {
+        let offer: ResourceOffer
+        let directory: String
+        let writer: IncomingFileWriter
+        /// Bytes in the part file (written and hashed).
+        var received: UInt64
+        let resumedFrom: UInt64
+        var lastReported: UInt64
+        /// Space promised to this file on its disk, released as it is written or dropped.
+        let reservation: DiskReservation?
+        /// Bytes handed to the writer and not yet written.
+        var queued: UInt64 = 0
+    }
+
+    // MARK: the channel's events
+
+    func handle(_ event: SessionEvent, in channel: isolated PeerChannel) -> Bool {
+        switch event {
+        case let .resourceOffered(id, name, size, sha):
+            let offer = ResourceOffer(peer: channel.peer, stream: id, name: SafeFileName.from(name), size: size, sha256: sha)
+            offers[id] = offer
+            channel.session.emit(.resourceOffered(offer))
+        case let .resourceAccepted(id, offset):
+            accepted[id] = offset
+        case let .resourceResult(id, ok):
+            results[id] = ok
+        case let .resourceError(id, reason):
+            refusals[id] = reason
+        case let .streamData(id, bytes):
+            guard receiving[id] != nil else { return false }
+            writeResource(id, bytes, in: channel)
+            channel.upgrade.bulkActivity(now: Runtime.milliseconds())
+        case let .streamClosed(id, status):
+            flushFileBytes(in: channel)  // a file's last bytes go to its writer before its end
+            if receiving[id] != nil {
+                finishResource(id, status: status, in: channel)
+            } else if offers.removeValue(forKey: id) == nil {
+                return false  // not an incoming resource of ours
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
+    func passEnded(in channel: isolated PeerChannel) { flushFileBytes(in: channel) }
+
+    func ended(reason: String, in channel: isolated PeerChannel) {
+        flushFileBytes(in: channel)  // what arrived is kept for a resume
+        for (_, f) in receiving {
+            f.writer.close()
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil,
+                                                   error: "peer disconnected (\(reason)); the partial file is kept to resume"))
+        }
+        receiving.removeAll()
+    }
+
+    /// One line of state, for diagnosing a transfer that does not progress.
+    func debugState(_ core: SessionCore) -> String {
+        let inbound = receiving.map {
+            "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size) window \(core.window(of: $0.key) ?? 0)"
+        }
+        return "accepted=\(accepted) results=\(results) offers=\(offers.keys.sorted()) receiving=\(inbound)"
+    }
+
+    // MARK: outgoing
+
+    /// Offers the file at `path` as `name`, sends it from where the receiver has it, and waits
+    /// for the receiver's SHA-256 verdict.
+    func send(path: String, name: String, progress: (@Sendable (ResourceProgress) -> Void)?, in channel: isolated PeerChannel) async throws {
+        let peer = channel.peer
+        // A faster link is proposed before the file is hashed: forming a Wi-Fi Direct group
+        // and hashing a large file on a Raspberry Pi take seconds each, and need not take
+        // them one after the other.
+        let size = try FileIdentity(path: path).size
+        guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
+        channel.bulkStarting("sending '\(name)' (\(ByteCount.text(size)))")
+        // Hashing runs off this actor (FileDigest), once per file content, so a retry after a
+        // lost link does not hash again. Each progress step counts as bulk activity, so that
+        // a long hash does not look like an idle upgraded link.
+        let (hashedSize, sha) = try await FileDigest.sha256(ofFileAt: path) { [weak channel] done, total in
+            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
+                                       resumedFrom: 0, stage: .hashing))
+            Task { await channel?.bulkContinues() }
+        }
+        guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
+        let reader = try OutgoingFileReader(path: path)
+        guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
+        let id = try channel.core.offerResource(name: name, size: size, sha256: sha, now: Runtime.milliseconds())
+        channel.process()
+        defer { refusals[id] = nil }
+        while accepted[id] == nil {
+            try cancelIfNeeded(id, in: channel)
+            if channel.refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceDeclined(name) }
+            guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
+            await channel.waitForChange()
+        }
+        let start = min(accepted[id] ?? 0, size)
+        var sent = start
+        var lastReport = UInt64(0)
+        func report() {
+            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start))
+        }
+        report()
+        // Read ahead in chunks of up to 1 MiB (off this actor), hand them to the core within credit.
+        var chunk: [UInt8] = []
+        var used = 0
+        while sent < size {
+            guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
+            try cancelIfNeeded(id, in: channel)
+            if channel.refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
+            let credit = channel.core.credit(of: id) ?? 0
+            if credit == 0 || channel.core.bulkBacklogBytes > channel.core.config.sendWindow {
+                await channel.waitForChange()
+                continue
+            }
+            if used == chunk.count {
+                chunk = try await reader.read(at: sent, count: Int(min(UInt64(1 << 20), size - sent)))
+                used = 0
+                guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
+                continue  // state may have changed while reading
+            }
+            let n = min(credit, 64 * 1024, chunk.count - used)
+            try channel.core.write(chunk[used..<used + n], to: id, now: Runtime.milliseconds())
+            channel.upgrade.bulkActivity(now: Runtime.milliseconds())
+            used += n
+            channel.process()
+            sent += UInt64(n)
+            if sent - lastReport >= 256 * 1024 || sent == size { lastReport = sent; report() }
+        }
+        channel.core.close(stream: id, cancel: false, now: Runtime.milliseconds())
+        channel.process()
+        while results[id] == nil {
+            guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
+            if channel.refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
+            await channel.waitForChange()
+        }
+        let ok = results.removeValue(forKey: id) ?? false
+        accepted[id] = nil
+        let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start)
+        channel.session.emit(.resourceFinished(done, path: path, error: ok ? nil : "the receiver's SHA-256 check failed"))
+        guard ok else { throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed") }
+    }
+
+    /// The receiver's reason for refusing or stopping resource `id`, if it gave one.
+    private func refusal(of id: UInt32, _ name: String) -> PeerLinkError? {
+        refusals[id].map { PeerLinkError.resourceRefused(name: name, reason: $0) }
+    }
+
+    /// Aborts an outgoing resource when the sending task was cancelled.
+    private func cancelIfNeeded(_ id: UInt32, in channel: isolated PeerChannel) throws {
+        guard Task.isCancelled else { return }
+        channel.core.close(stream: id, cancel: true, now: Runtime.milliseconds())
+        channel.process()
+        throw CancellationError()
+    }
+
+    // MARK: incoming
+
+    /// Stops receiving a resource; the partial file is kept so a later transfer can resume.
+    func cancelIncoming(_ offer: ResourceOffer, in channel: isolated PeerChannel) {
+        if offers.removeValue(forKey: offer.stream) != nil {
+            channel.core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
+            channel.process()
+        } else if receiving[offer.stream] != nil {
+            failResource(offer.stream, "cancelled by the receiver; the partial file is kept to resume", in: channel)
+            channel.process()
+        }
+    }
+
+    /// Accepts an offer into `directory`, refusing it (and telling the sender why) when the
+    /// bytes still to come do not fit in the free space less `keepFree`.
+    func accept(_ offer: ResourceOffer, directory: String, keepFree: UInt64, in channel: isolated PeerChannel) throws {
+        guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
+        let fm = FileManager.default
+        let partDir = (directory as NSString).appendingPathComponent(".peerlink-partial")
+        do {
+            try fm.createDirectory(atPath: partDir, withIntermediateDirectories: true)
+        } catch {
+            throw PeerLinkError.file("cannot create \(partDir): \(error.localizedDescription)")
+        }
+        let partPath = (partDir as NSString).appendingPathComponent(FileDigest.hex(offer.sha256) + ".part")
+        let writer = try IncomingFileWriter(partPath: partPath, size: offer.size)
+        let needed = offer.size - writer.resumedFrom
+        // Space other accepted transfers will still write to the same disk is not free.
+        let device = DiskSpace.device(of: partDir)
+        if let free = DiskSpace.available(at: partDir) {
+            let promised = device.map { DiskSpace.pending.promised(on: $0) } ?? 0
+            let usable = free > keepFree + promised ? free - keepFree - promised : 0
+            if needed > usable {
+                writer.discard()
+                offers[offer.stream] = nil
+                let reason = ResourceError.noSpace(needed: needed, available: usable)
+                channel.core.refuseResource(offer.stream, error: reason, now: Runtime.milliseconds())
+                channel.process()
+                throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
+            }
+        }
+        offers[offer.stream] = nil
+        let have = writer.resumedFrom
+        receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, writer: writer,
+                                               received: have, resumedFrom: have, lastReported: have,
+                                               reservation: device.map { DiskSpace.pending.reserve(needed, on: $0) })
+        // A resumed prefix is hashed again before new bytes are written (on the writer's queue).
+        let peer = channel.peer, session = channel.session, name = offer.name, size = offer.size
+        writer.hashHeldPrefix { done, _ in
+            session.emit(.resourceProgress(ResourceProgress(peer: peer, name: name, direction: .receiving, completed: done,
+                                                            total: size, resumedFrom: have, stage: .verifying)))
+        }
+        try channel.core.acceptResource(offer.stream, offset: have, now: Runtime.milliseconds())
+        channel.process()
+        if let f = receiving[offer.stream] { channel.session.emit(.resourceProgress(progress(f, channel.peer))) }
+    }
+
+    func decline(_ offer: ResourceOffer, in channel: isolated PeerChannel) {
+        guard offers[offer.stream] != nil else { return }
+        channel.core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
+        offers[offer.stream] = nil
+        channel.process()
+    }
+
+    private func progress(_ f: IncomingFile, _ peer: PeerID) -> ResourceProgress {
+        ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.received, total: f.offer.size, resumedFrom: f.resumedFrom)
+    }
+
+    /// Takes received bytes of a file for its writer (handed over at the end of the pass);
+    /// credit goes back once they are written, so a slow disk slows the sender.
+    private func writeResource(_ id: UInt32, _ bytes: ArraySlice<UInt8>, in channel: isolated PeerChannel) {
+        guard var f = receiving[id] else { return }
+        guard f.received + f.queued + UInt64(bytes.count) <= f.offer.size else {
+            failResource(id, "the sender sent more than the announced \(f.offer.size) bytes", in: channel)
+            return
+        }
+        f.queued += UInt64(bytes.count)
+        receiving[id] = f
+        unwritten[id, default: []].append(bytes)
+    }
+
+    /// Hands each file's bytes of this pass to its writer, in order.
+    private func flushFileBytes(in channel: isolated PeerChannel) {
+        guard !unwritten.isEmpty else { return }
+        let batches = unwritten
+        unwritten.removeAll()
+        for (id, parts) in batches {
+            guard let f = receiving[id] else { continue }
+            let count = parts.reduce(0) { $0 + $1.count }
+            let hold = IncomingFileWriter.Hooks.holdCompletion()
+            f.writer.write(parts) { [weak channel] result in
+                Task {
+                    if hold > 0 { try? await Runtime.sleep(nanoseconds: hold) }
+                    await channel?.resourceWritten(id, count, result)
+                }
+            }
+        }
+    }
+
+    func written(_ id: UInt32, _ count: Int, _ result: Result<UInt64, IncomingFileWriter.Failure>, in channel: isolated PeerChannel) {
+        guard var f = receiving[id] else { return }
+        switch result {
+        case .success:
+            // Completions come back through separate tasks, so they may run out of order:
+            // count what each one wrote rather than trusting the latest `held` (which may
+            // include bytes whose own completion, still counted in `queued`, has not run).
+            f.queued -= UInt64(count)
+            f.reservation?.wrote(UInt64(count))
+            f.received += UInt64(count)
+            receiving[id] = f
+            if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
+                receiving[id]?.lastReported = f.received
+                channel.session.emit(.resourceProgress(progress(f, channel.peer)))
+            }
+            channel.core.consumed(count, of: id, now: Runtime.milliseconds())
+        case let .failure(.diskFull(held)):
+            receiving[id]?.received = held
+            failResource(id, "the disk is full after \(ByteCount.text(held)) of \(ByteCount.text(f.offer.size)); the partial file is kept to resume",
+                         telling: .diskFull(held: held, size: f.offer.size), in: channel)
+        case let .failure(.failed(held, reason)):
+            receiving[id]?.received = held
+            failResource(id, "\(reason); the partial file is kept to resume",
+                         telling: .writeFailed(held: held, size: f.offer.size, reason: reason), in: channel)
+        }
+        channel.process()
+    }
+
+    private func failResource(_ id: UInt32, _ why: String, telling reason: ResourceError? = nil, in channel: isolated PeerChannel) {
+        flushFileBytes(in: channel)  // what arrived before the failure is kept for a resume
+        guard let f = receiving.removeValue(forKey: id) else { return }
+        f.writer.close()
+        if let reason { channel.core.refuseResource(id, error: reason, now: Runtime.milliseconds()) } else { channel.core.close(stream: id, cancel: true, now: Runtime.milliseconds()) }
+        channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: why))
+    }
+
+    private func finishResource(_ id: UInt32, status: StreamCloseStatus, in channel: isolated PeerChannel) {
+        guard let f = receiving[id] else { return }
+        guard status == .finished else {
+            receiving[id] = nil
+            f.writer.close()
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: "cancelled by the sender; the partial file is kept to resume"))
+            return
+        }
+        // Every byte is hashed as it is written: verifying is a comparison, off this actor.
+        f.writer.finish(sha256: f.offer.sha256, directory: f.directory, name: f.offer.name) { [weak channel] result in
+            Task { await channel?.resourceVerified(id, result) }
+        }
+    }
+
+    func verified(_ id: UInt32, _ result: Result<String, PeerLinkError>, in channel: isolated PeerChannel) {
+        guard var f = receiving.removeValue(forKey: id) else { return }
+        switch result {
+        case let .success(path):
+            f.received = f.offer.size
+            channel.core.finishResource(id, ok: true, now: Runtime.milliseconds())
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: path, error: nil))
+        case let .failure(e):
+            channel.core.finishResource(id, ok: false, now: Runtime.milliseconds())
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: "\(e)"))
+        }
+        channel.process()
+    }
+}
