@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -24,7 +25,8 @@ final class TCPLoopbackTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-tcp-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let content = Data((0..<(2 * 1024 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        var rng = seededGenerator(self)
+        let content = Data((0..<(2 * 1024 * 1024)).map { _ in UInt8.random(in: 0...255, using: &rng) })
         try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
         Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/in") } } }
         try await p.sb.sendResource(at: dir + "/blob.bin", to: p.a.peerID)
@@ -32,23 +34,35 @@ final class TCPLoopbackTests: XCTestCase {
     }
 
     func testGarbageBeforeHandshakeIsRejectedAndNodeKeepsWorking() async throws {
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: 2)
+        // A handshake timeout far beyond the waits below: a connection that ends within them
+        // was closed for its bytes, not for taking too long.
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: 60)
         let ports = try await a.start()
         let port = try XCTUnwrap(ports[.tcp])
         // Hostile client: a length prefix announcing 300 bytes of junk, then random bytes.
         let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
-        conn.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
-        let reply = try? await conn.receive()
-        XCTAssertNil(reply, "a node answers junk by closing the connection")
+        var rng = seededGenerator(self)
+        conn.enqueue((0..<300).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        let reply = try await within(10, "the node answering junk") { try? await conn.receive() }
+        XCTAssertNil(reply ?? nil, "a node answers junk by closing the connection")
         conn.close()
+        let first = await waitUntil(timeout: 10) { a.incomingOutcomes.all.count == 1 }
+        XCTAssertTrue(first)
+        XCTAssertEqual(a.incomingOutcomes.all, [.handshakeFailed("secure handshake failed: handshake message 1 must have an empty payload")],
+                       "closed for what it sent, not for a timeout")
         // A zero-length prefix is malformed too.
         let raw = try TCPTransport.dial(try IPSocketAddress(host: "127.0.0.1", port: port),
                                         endpoint: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
         let plain = FDConnection(fd: dup(raw.fd), medium: .tcp, remoteDescription: "raw", lengthPrefixed: false)
         plain.enqueue([0, 0, 1, 2, 3])
-        let r2 = try? await plain.receive()
-        XCTAssertNil(r2)
+        let r2 = try await within(10, "the node answering a zero-length message") { try? await plain.receive() }
+        XCTAssertNil(r2 ?? nil)
         plain.close(); raw.close()
+        let second = await waitUntil(timeout: 10) { a.incomingOutcomes.all.count == 2 }
+        XCTAssertTrue(second)
+        let why = a.incomingOutcomes.all.last.map { "\($0)" } ?? ""
+        XCTAssertFalse(why.contains("timed out"), why)
+        XCTAssertTrue(why.contains("handshakeFailed"), why)
         // The node still serves honest peers.
         let b = try Node(identity: Identity(), displayName: "beta", transports: [TCPTransport()])
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
