@@ -17,7 +17,7 @@ final class TCPLoopbackTests: XCTestCase {
         XCTAssertEqual(links.first?.links.first?.medium, .tcp)
         XCTAssertEqual(links.first?.peer, p.a.peerID)
         try await p.sb.send(Array("over tcp".utf8), to: [p.a.peerID])
-        let got = try await waitFor(p.sa) { e -> String? in
+        let got = try await waitFor(p.sa, "the message over TCP") { e -> String? in
             if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil
         }
         XCTAssertEqual(got, "over tcp")
@@ -29,7 +29,7 @@ final class TCPLoopbackTests: XCTestCase {
         let content = Data((0..<(2 * 1024 * 1024)).map { _ in UInt8.random(in: 0...255, using: &rng) })
         try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
         Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/in") } } }
-        try await p.sb.sendResource(at: dir + "/blob.bin", to: p.a.peerID)
+        try await within(60, "the 2 MiB file sent over TCP") { try await p.sb.sendResource(at: dir + "/blob.bin", to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/in/blob.bin")), content)
     }
 
@@ -109,18 +109,16 @@ final class TCPLoopbackTests: XCTestCase {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         XCTAssertEqual(connected, 64)
-        let counter = Task { () -> Set<PeerID> in
-            var from: Set<PeerID> = []
-            for await e in hubSession.events { if case let .message(p, _, _) = e { from.insert(p); if from.count == 64 { break } } }
-            return from
+        async let counter = collect(64, "messages from the spokes", from: hubSession, within: 60) { e -> PeerID? in
+            if case let .message(p, _, _) = e { return p }; return nil
         }
         for (n, s) in spokes { try await s.send(Array(n.displayName.utf8), to: [hub.peerID]) }
-        let from = await counter.value
-        XCTAssertEqual(from.count, 64)
+        let from = Set(try await counter)
+        XCTAssertEqual(from.count, 64, "one message from each spoke")
         let everyone = await hubSession.connectedPeers()
         try await hubSession.send(Array("to all".utf8), to: everyone)
         let last = spokes[63].1
-        let text = try await waitFor(last) { e -> String? in if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil }
+        let text = try await waitFor(last, "the hub's message to all") { e -> String? in if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil }
         XCTAssertEqual(text, "to all")
     }
 }
