@@ -78,8 +78,17 @@ final class BothSidesMaintainLinksTests: XCTestCase {
         XCTAssertTrue(two, "the invited side added the IP path")
         let media = Set(await sa.links().first?.links.map(\.medium) ?? [])
         XCTAssertEqual(media, [.rfcomm, .tcp])
-        try await Task.sleep(nanoseconds: 1_500_000_000)
+        // Two more checks of a's paths after that (a second apart): each decided, with both
+        // paths known, to dial nothing more; the only path a ever dialled is b's IP path.
+        let manager = sa.manager(for: b.peerID)
+        let checked = await manager.checks
+        let twoMore = await waitUntil(timeout: 10) { await manager.checks >= checked + 2 }
+        XCTAssertTrue(twoMore, "a's link manager kept checking its paths")
+        let dialled = await manager.dialled
+        XCTAssertEqual(dialled, ["tcp/b-ip"], "no second link on the path that already had one")
+        let linked = await manager.linkedPaths
+        XCTAssertEqual(linked, ["bluetooth/B-BT", "tcp/b-ip"], "a counts the Bluetooth link it was invited over as that path's link")
         let still = await sa.links().first?.links.count
-        XCTAssertEqual(still, 2, "no second link on the path that already had one")
+        XCTAssertEqual(still, 2)
     }
 }

@@ -15,6 +15,12 @@ actor LinkManager {
     private var retry: [String: (failures: Int, at: Date)] = [:]
     private var dialling: Set<String> = []
     private var loop: Task<Void, Never>?
+    /// Checks of the paths done so far, and the paths dialled, in order (the record of what
+    /// the manager decided; tests read it).
+    private(set) var checks = 0
+    private(set) var dialled: [String] = []
+    /// The paths the manager knows to have a link (it dials none of them), sorted.
+    var linkedPaths: [String] { linkOfPath.keys.sorted() }
     /// Seconds between checks of the paths.
     static let interval: Double = 1
 
@@ -88,8 +94,10 @@ actor LinkManager {
             if dialling.contains(path.key) { continue }
             if let r = retry[path.key], r.at > now { continue }
             dialling.insert(path.key)
+            dialled.append(path.key)
             Task { await self.dial(path, node: node, session: session) }
         }
+        checks += 1
         return true
     }
 
