@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import TestKit
 import XCTest
 @testable import PeerLinkHarness
 
@@ -50,7 +51,8 @@ final class MemoryRunTests: XCTestCase {
 
     func testFallbackScenarioPassesAndIsReported() async throws {
         let s = try Scenario.parse(fallback)
-        let run = try await MemoryBackend().run(s)
+        let scenario = s
+        let run = try await within(120, "the in-memory run") { try await MemoryBackend().run(scenario) }
         let verdict = s.evaluate(run)
         XCTAssertTrue(verdict.passed, Report.text(s, run, verdict))
         XCTAssertEqual(run.streams.first?.arrivals, Array(0..<300))
@@ -76,7 +78,8 @@ final class MemoryRunTests: XCTestCase {
         var s = try Scenario.parse(fallback)
         s.expectations = [Scenario.CarrierExpectation(at: 1000, role: .reliable, link: "wifi")]
         s.invariants.maxGap = 1
-        let run = try await MemoryBackend().run(s)
+        let scenario = s
+        let run = try await within(120, "the in-memory run") { try await MemoryBackend().run(scenario) }
         let verdict = s.evaluate(run)
         XCTAssertFalse(verdict.passed)
         let failed = verdict.checks.filter { !$0.passed }.map(\.name)
