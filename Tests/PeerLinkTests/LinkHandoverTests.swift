@@ -26,10 +26,12 @@ final class LinkHandoverTests: XCTestCase {
 
         let total = 3000
         async let receiver = collectNumbers(total, from: p.sa, within: 60)
-        for i in 0..<total {
-            if i == total / 3 { p.net.cut("a-bt") }  // the Bluetooth radio goes silent mid-stream
-            try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
-            if i % 200 == 0 { try await Task.sleep(nanoseconds: 20_000_000) }
+        try await within(60, "sending \(total) messages") {
+            for i in 0..<total {
+                if i == total / 3 { p.net.cut("a-bt") }  // the Bluetooth radio goes silent mid-stream
+                try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
+                if i % 200 == 0 { try await Task.sleep(nanoseconds: 20_000_000) }
+            }
         }
         let got = try await receiver
         XCTAssertEqual(got, Array(0..<total), "exactly once, in order, across the handover")
@@ -57,10 +59,12 @@ final class LinkHandoverTests: XCTestCase {
 
         let total = 2000
         async let receiver = collectNumbers(total, from: p.sa, within: 60)
-        for i in 0..<total {
-            if i == total / 2 { p.net.cut("a-bt") }
-            try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
-            if i % 100 == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        try await within(60, "sending \(total) messages") {
+            for i in 0..<total {
+                if i == total / 2 { p.net.cut("a-bt") }
+                try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
+                if i % 100 == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+            }
         }
         let got = try await receiver
         XCTAssertEqual(got, Array(0..<total), "each message once, in order, though most arrived twice")

@@ -19,7 +19,7 @@ final class LinkPiecesTests: XCTestCase {
         XCTAssertEqual(peers.first?.links.count, 2)
 
         let total = 40, size = 100_000
-        func message(_ i: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ i &* 7) } }
+        @Sendable func message(_ i: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ i &* 7) } }
         let arrivals = Arrivals<Int>()
         let receiver = Task { () -> [Int] in
             for await e in sa.events {
@@ -30,14 +30,16 @@ final class LinkPiecesTests: XCTestCase {
             }
             return arrivals.values
         }
-        for i in 0..<total {
-            if i == total / 2 {
-                // What the Wi-Fi link carried so far: whole 16 KiB fragments, not ~1 KiB ones.
-                let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
-                XCTAssertGreaterThan(ipLargest, 16_000, "the fast link's frames are not cut to the small link's size")
-                net.drop("a-ip")  // Wi-Fi goes away with records in flight
+        try await within(60, "sending \(total) messages of 100 kB") {
+            for i in 0..<total {
+                if i == total / 2 {
+                    // What the Wi-Fi link carried so far: whole 16 KiB fragments, not ~1 KiB ones.
+                    let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
+                    XCTAssertGreaterThan(ipLargest, 16_000, "the fast link's frames are not cut to the small link's size")
+                    net.drop("a-ip")  // Wi-Fi goes away with records in flight
+                }
+                try await sb.send(message(i), to: [a.peerID])
             }
-            try await sb.send(message(i), to: [a.peerID])
         }
         let got = try await within(60, "\(total) messages of 100 kB", progress: { arrivals.summary(of: total) }) { await receiver.value }
         XCTAssertEqual(got, Array(0..<total), "every message once, intact, in order, across the handover")

@@ -17,7 +17,7 @@ final class SessionEndToEndTests: XCTestCase {
         let (p, _) = try await memoryPair()
         let n = 500
         async let received = collectNumbers(n, from: p.sa, within: 30)
-        for i in 0..<n { try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID]) }
+        try await within(30, "sending \(n) messages") { for i in 0..<n { try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID]) } }
         let got = try await received
         XCTAssertEqual(got, Array(0..<n))
         try await p.sa.send(Array("pong".utf8), to: [p.b.peerID])

@@ -112,7 +112,8 @@ final class TCPLoopbackTests: XCTestCase {
         async let counter = collect(64, "messages from the spokes", from: hubSession, within: 60) { e -> PeerID? in
             if case let .message(p, _, _) = e { return p }; return nil
         }
-        for (n, s) in spokes { try await s.send(Array(n.displayName.utf8), to: [hub.peerID]) }
+        let all = spokes
+        try await within(30, "each spoke sending one message") { for (n, s) in all { try await s.send(Array(n.displayName.utf8), to: [hub.peerID]) } }
         let from = Set(try await counter)
         XCTAssertEqual(from.count, 64, "one message from each spoke")
         let everyone = await hubSession.connectedPeers()
