@@ -72,11 +72,13 @@ let package = Package(
             name: "peerlink-harness",
             dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "PeerLinkHarnessTests", dependencies: ["PeerLinkHarness"]),
+        .testTarget(name: "PeerLinkHarnessTests", dependencies: ["PeerLinkHarness", "TestKit"]),
         // Test-only: reads the hex vectors of docs/PROTOCOL.md for both test targets below.
         .target(name: "DocVectors", path: "Tests/DocVectors"),
-        .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors"]),
-        .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore", "DocVectors"]),
+        // Test-only: bounded waits and replayable random inputs for every test target.
+        .target(name: "TestKit", path: "Tests/TestKit"),
+        .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors", "TestKit"]),
+        .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore", "DocVectors", "TestKit"]),
         // Test-only: exports dbus_bus_get_private so one test process can use several D-Bus
         // system buses (one per namespace host). Never linked into the library or the CLI.
         .target(
@@ -84,6 +86,6 @@ let package = Package(
             path: "Tests/BusOverride",
             linkerSettings: [.linkedLibrary("dbus-1")]
         ),
-        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink", "PeerLinkBusOverride"]),
+        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink", "PeerLinkBusOverride", "TestKit"]),
     ]
 )

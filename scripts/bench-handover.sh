@@ -17,6 +17,10 @@
 # the counterpart of peerlink-copy). SYSTEMS="..." and VARIANTS="..." pick a subset.
 # Prints per case the largest gap (min / median / max over the runs), messages missing,
 # duplicated and reordered, and each PeerLink median gap as a ratio of each MPTCP one (target ≤ 0.5).
+# A run is judged against the sender's own report: every message it was to send must arrive,
+# and the largest gap counts from the start of the stream (to the first arrival) as well as
+# between arrivals. A run that does not deliver everything is a failed run, not a figure: the
+# script says which and exits 1.
 # Needs root. Creates and always removes namespaces plhoa/plhob.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -74,21 +78,22 @@ NFT
     esac
 }
 
-run_once() {  # SYSTEM VARIANT → prints the receiver's JSON line
+run_once() {  # SYSTEM VARIANT → prints {"send": sender's report, "recv": receiver's report}
     local sys=$1 variant=$2 total=$((SECONDS_SEND + 4))
-    rm -f "$work/id" "$work/recv.json"
+    rm -f "$work/id" "$work/recv.json" "$work/send.json"
+    # Both ends are bounded: a sender whose stream cannot move any more must not hold the run.
     if [ "${sys%-copy}" = peerlink ]; then
         local copy=; [ "$sys" = peerlink-copy ] && copy=copy
-        ip netns exec "$B" "$BIN" handover-recv 0.0.0.0 "$PORT" "$work/id" "$total" $copy >"$work/recv.json" 2>"$work/recv.err" &
+        ip netns exec "$B" timeout $((total + 5)) "$BIN" handover-recv 0.0.0.0 "$PORT" "$work/id" "$total" $copy >"$work/recv.json" 2>"$work/recv.err" &
         local rpid=$!
         for _ in $(seq 50); do [ -s "$work/id" ] && break; sleep 0.1; done
-        ip netns exec "$A" "$BIN" handover-send "$work/id" 10.81.0.2 10.82.0.2 "$PORT" "$RATE" "$SECONDS_SEND" $copy >"$work/send.json" 2>"$work/send.err" &
+        ip netns exec "$A" timeout $((total + 5)) "$BIN" handover-send "$work/id" 10.81.0.2 10.82.0.2 "$PORT" "$RATE" "$SECONDS_SEND" $copy >"$work/send.json" 2>"$work/send.err" &
     else
         mptcp_mode "${sys#mptcp-}"
-        ip netns exec "$B" python3 scripts/bench/mptcp_stream.py recv 0.0.0.0 "$MPORT" "$total" >"$work/recv.json" 2>"$work/recv.err" &
+        ip netns exec "$B" timeout $((total + 5)) python3 scripts/bench/mptcp_stream.py recv 0.0.0.0 "$MPORT" "$total" >"$work/recv.json" 2>"$work/recv.err" &
         local rpid=$!
         sleep 0.3
-        ip netns exec "$A" python3 scripts/bench/mptcp_stream.py send 10.81.0.2 "$MPORT" "$RATE" "$SECONDS_SEND" >"$work/send.json" 2>"$work/send.err" &
+        ip netns exec "$A" timeout $((total + 5)) python3 scripts/bench/mptcp_stream.py send 10.81.0.2 "$MPORT" "$RATE" "$SECONDS_SEND" >"$work/send.json" 2>"$work/send.err" &
     fi
     local spid=$!
     sleep "$CUT_AFTER"
@@ -98,25 +103,53 @@ run_once() {  # SYSTEM VARIANT → prints the receiver's JSON line
     cut "$variant" off
     sleep 1
     [ -n "${BENCH_DEBUG:-}" ] && cat "$work/send.err" "$work/recv.err" >&2 && tail -n 1 "$work/recv.json" >&2
-    if [ -s "$work/recv.json" ]; then tail -n 1 "$work/recv.json"; else echo '{"error":"no result"}'; tail -3 "$work/recv.err" "$work/send.err" >&2; fi
+    local send recv
+    send=$(grep -m1 '^{' "$work/send.json" 2>/dev/null) || send='{"error":"the sender reported nothing (killed at its time limit, or failed)"}'
+    recv=$(tail -n 1 "$work/recv.json" 2>/dev/null | grep '^{') || recv='{"error":"the receiver reported nothing"}'
+    [ "$send$recv" = "${send%error*}${recv%error*}" ] || tail -n 3 "$work/recv.err" "$work/send.err" >&2
+    echo "{\"send\":$send,\"recv\":$recv}"
+}
+
+# judge — reads run_once lines; prints "MEDIAN-GAP summary" (MEDIAN-GAP "failed" when a run
+# did not deliver everything). A run's largest gap is the largest of: stream start → first
+# arrival, and every gap between arrivals; a run that lost messages has no gap figure.
+judge() {
+    python3 -c '
+import json, statistics, sys
+runs = [json.loads(l) for l in sys.stdin if l.strip()]
+gaps, failures, dups, reord = [], [], 0, 0
+for n, r in enumerate(runs, 1):
+    s, v = r["send"], r["recv"]
+    if "count" not in s or "unique" not in v:
+        failures.append("run %d: %s" % (n, s.get("error") or v.get("error") or "no report"))
+        continue
+    dups += v["duplicates"]; reord += v["reordered"]
+    missing = s["count"] - v["unique"]
+    if "error" in s or s["sent"] < s["count"] or missing > 0:
+        silent = (v["end_us"] - v["last_us"]) / 1000 if v["last_us"] else float("nan")
+        why = ("; the sender stopped: " + s["error"]) if "error" in s else ""
+        failures.append("run %d: %d of %d delivered (%d sent), nothing for the last %.0f ms%s" % (n, v["unique"], s["count"], s["sent"], silent, why))
+        continue
+    head = (v["first_us"] - s["start_us"]) / 1000
+    gaps.append(max(head, v["max_gap_ms"]))
+if failures:
+    print("failed FAILED: " + "; ".join(failures))
+else:
+    g = sorted(gaps)
+    print("%.1f %.1f/%.1f/%.1f, missing 0, duplicates %d, reordered %d" % (statistics.median(g), g[0], statistics.median(g), g[-1], dups, reord))
+'
 }
 
 printf '%-10s %-13s %s\n' variant system "largest gap ms (min/median/max), missing, duplicates, reordered"
 declare -A median
+failed=0
 for variant in ${VARIANTS:-down blackhole}; do
     for sys in ${SYSTEMS:-peerlink peerlink-copy mptcp-backup mptcp-active}; do
         results=()
         for r in $(seq "$RUNS"); do results+=("$(run_once "$sys" "$variant")"); done
-        summary=$(printf '%s\n' "${results[@]}" | python3 -c '
-import json, statistics, sys
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
-ok = [r for r in rows if "max_gap_ms" in r]
-if not ok:
-    print("nan failed"); sys.exit()
-g = sorted(r["max_gap_ms"] for r in ok)
-print("%.1f %.1f/%.1f/%.1f, missing %d, duplicates %d, reordered %d, received %s" % (statistics.median(g), g[0], statistics.median(g), g[-1],
-      sum(r["missing"] for r in ok), sum(r["duplicates"] for r in ok), sum(r["reordered"] for r in ok), "/".join(str(r["received"]) for r in ok)))')
+        summary=$(printf '%s\n' "${results[@]}" | judge)
         median["$variant/$sys"]=${summary%% *}
+        [ "${summary%% *}" = failed ] && failed=1
         printf '%-10s %-13s %s\n' "$variant" "$sys" "${summary#* }"
     done
 done
@@ -124,6 +157,7 @@ for variant in down blackhole; do
     for pl in peerlink peerlink-copy; do
         for base in mptcp-backup mptcp-active; do
             [ -n "${median[$variant/$pl]:-}" ] && [ -n "${median[$variant/$base]:-}" ] || continue
+            [ "${median[$variant/$pl]}" != failed ] && [ "${median[$variant/$base]}" != failed ] || continue
             python3 -c "
 p, m = float('${median[$variant/$pl]}'), float('${median[$variant/$base]}')
 print('ratio %-9s %-13s / %-12s median gap = %s (target <= 0.5)' % ('$variant', '$pl', '$base', ('%.2f' % (p / m)) if m > 0 else 'n/a'))"
@@ -131,3 +165,7 @@ print('ratio %-9s %-13s / %-12s median gap = %s (target <= 0.5)' % ('$variant', 
     done
 done
 echo "(the send interval, $(python3 -c "print('%.1f' % (1000 / $RATE))") ms, is the smallest gap any system can show)"
+if [ "$failed" = 1 ]; then
+    echo "bench-handover: FAILED: a run did not deliver every message (see above); its gap is not a figure" >&2
+    exit 1
+fi

@@ -7,7 +7,8 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/.build/debug/peerlink}
 work=$(mktemp -d /tmp/peerlink-cli.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+bus_pids=()
+trap 'for p in "${bus_pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
 export PEERLINK_CONFIG_DIR="$work/cfg"
 passed=0; failed=0
 
@@ -20,6 +21,18 @@ expect_error() {
         echo "ok   $name"; passed=$((passed + 1))
     else
         echo "FAIL $name (exit $rc): $out"; failed=$((failed + 1))
+    fi
+}
+# expect_message NAME TEXT ARGS... — the command must exit non-zero and print TEXT exactly
+# (a fixed string: the message the user must see, not any error that happens to match).
+expect_message() {
+    local name=$1 text=$2; shift 2
+    local out rc
+    out=$("$bin" "$@" 2>&1 </dev/null); rc=$?
+    if [ "$rc" != 0 ] && grep -qF -- "$text" <<<"$out"; then
+        echo "ok   $name"; passed=$((passed + 1))
+    else
+        echo "FAIL $name (exit $rc; wanted: $text): $out"; failed=$((failed + 1))
     fi
 }
 check() {  # NAME COMMAND...
@@ -37,9 +50,27 @@ expect_error "duplicate discovery info key" "given more than once" advertise --s
 expect_error "both accept flags" "either --accept-all or --accept-known" advertise --service demo --accept-all --accept-known
 expect_error "receive: --keep-free not a size" "--keep-free 'lots' is not a size" receive --service demo --dir "$work/in" --keep-free lots
 expect_error "unknown policy" "is not known; use one of" chat --service demo --policy fastest --peer x
-# No bluetoothd on the host (the Bluetooth lab VM has one): an explicit --media bluetooth says why.
-expect_error "bluetooth media without bluetoothd" "Bluetooth is not usable: .*(bluetoothd|D-Bus)" browse --service demo --media bluetooth --timeout 1
-expect_error "unknown adapter" "Bluetooth is not usable|no Bluetooth adapter 'hci9'" browse --service demo --media all --adapter hci9 --timeout 1
+# Bluetooth through a private D-Bus bus (never the machine's): first with nothing owning
+# org.bluez, then with scripts/lab/fake-bluez.py answering as a bluetoothd with two adapters.
+bus="unix:path=$work/bus.sock"
+dbus-daemon --session --nofork --nopidfile --address="$bus" >/dev/null 2>&1 </dev/null &
+bus_pids+=($!)
+bus_answers() { timeout 2 dbus-send --bus="$bus" --dest=org.freedesktop.DBus --print-reply /org/freedesktop/DBus org.freedesktop.DBus.ListNames >/dev/null 2>&1; }
+for _ in $(seq 100); do bus_answers && break; sleep 0.05; done
+check "a private D-Bus bus answers ListNames" bus_answers
+DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "bluetooth media without bluetoothd" \
+    "--media bluetooth: Bluetooth is not usable: bluetoothd is not running (nothing owns org.bluez on the system bus)" \
+    browse --service demo --media bluetooth --timeout 1
+python3 "$root/scripts/lab/fake-bluez.py" "$bus" hci0=00:AA:01:00:00:00 hci1=00:AA:01:01:00:01,off >"$work/fake-bluez.out" 2>&1 &
+bus_pids+=($!)
+for _ in $(seq 100); do grep -qx ready "$work/fake-bluez.out" 2>/dev/null && break; sleep 0.05; done
+check "fake bluetoothd owns org.bluez" grep -qx ready "$work/fake-bluez.out"
+DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "unknown adapter" \
+    "--media all: Bluetooth is not usable: no Bluetooth adapter 'hci9'; there are: hci0 (00:AA:01:00:00:00), hci1 (00:AA:01:01:00:01, off)" \
+    browse --service demo --media all --adapter hci9 --timeout 1
+DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "adapter powered off" \
+    "--media bluetooth: Bluetooth is not usable: adapter hci1 is powered off" \
+    browse --service demo --media bluetooth --adapter hci1 --timeout 1
 expect_error "adapter without Bluetooth media" "--adapter needs --media bluetooth, all or auto" browse --service demo --media ip --adapter hci0
 expect_error "unknown medium to avoid" "--avoid 'radio' is not known; use ip or bluetooth" chat --service demo --peer x --media ip --avoid radio
 expect_error "unknown media" "is not known; use one of: auto, ip, bluetooth, wifi-direct, all" browse --service demo --media carrier-pigeon
@@ -50,15 +81,20 @@ expect_error "send: missing file" "no such file" send "$work/nope.bin" --to alph
 expect_error "send: a directory" "is a directory" send "$work" --to alpha
 expect_error "trust: bad peer ID" "is not 32 base32 characters" trust add not-a-peer-id
 expect_error "display name too long" "above the limit of 63" id --set-name "$(head -c 70 /dev/zero | tr '\0' n)"
-expect_error "one-character service type (Avahi)" "2-15 characters|D-Bus|avahi" browse --service x --timeout 1
+expect_message "one-character service type (Avahi)" \
+    'invalid argument: avahi-daemon refuses one-character service types such as "_x._tcp"; use a service type of 2-15 characters' \
+    browse --service x --timeout 1
 mkdir -p "$work/run" && chmod 700 "$work/run"
 PEERLINK_RUNTIME_DIR="$work/run" expect_error "links with nothing running" "no running peerlink command found" links
 check "links --json prints an empty array when nothing runs" sh -c "PEERLINK_RUNTIME_DIR='$work/run' '$bin' links --json 2>/dev/null | grep -qx '\\[\\]'"
 mkdir -p "$work/run2" && chmod 700 "$work/run2"
-python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); s.settimeout(20); c,_=s.accept(); c.sendall(b"hello"); c.close()' "$work/run2/4242.sock" &
-for _ in $(seq 50); do [ -S "$work/run2/4242.sock" ] && break; sleep 0.1; done
+# A fake peerlink command: ready once it says it listens (its socket file exists from bind(),
+# before listen()).
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); print("listening", flush=True); s.settimeout(20); c,_=s.accept(); c.sendall(b"hello"); c.close()' "$work/run2/4242.sock" >"$work/fake-command.out" &
+fake_command=$!
+for _ in $(seq 50); do grep -qx listening "$work/fake-command.out" 2>/dev/null && break; sleep 0.1; done
 PEERLINK_RUNTIME_DIR="$work/run2" expect_error "links names a socket that answers garbage" "no report from .*4242.sock: answered with 5 bytes that are not a PeerLink report" links
-wait
+wait "$fake_command"
 check "no identity was written by failed commands" test ! -e "$work/cfg/display-name"
 
 "$bin" id --json >"$work/id.json" 2>&1

@@ -112,14 +112,53 @@ for _ in $(seq 20); do
 done
 check "beta's other path gets copies of its messages (reliable-copy in peerlink links)" \
     test -n "$copies" -a "$(echo "$copies" | head -1)" != "${carrier:-none}"
+# The link on the other path: the one that must carry the messages once the carrier dies.
+survivor=$(python3 - "$work/links.json" "${carrier:-lab0}" <<'PY'
+import json, sys
+dead = "10.78." if sys.argv[2] == "lab1" else "10.77."
+for r in json.load(open(sys.argv[1])):
+    for p in r["peers"]:
+        for l in p["links"]:
+            if r["name"] == "beta" and l["medium"] == "tcp" and not l["remote"].startswith(dead):
+                print(l["id"], l["remote"])
+PY
+)
+read -r survivor_id survivor_remote <<<"$(echo "$survivor" | head -1)"
+echo "the other path's link: ${survivor_id:-?} to ${survivor_remote:-?}"
+
+# carrier_after LINE LINK SECONDS — beta reported, after line LINE of its output, that its
+# reliable messages now go on link LINK (with a reason).
+carrier_after() {
+    local from=$1 link=$2 secs=$3 end
+    end=$(( $(date +%s) + secs ))
+    while [ "$(date +%s)" -le "$end" ]; do
+        tail -n +"$((from + 1))" "$work/chat-b.out" | python3 -c '
+import json, sys
+want = sys.argv[1]
+for line in sys.stdin:
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("event") == "carrier" and e.get("role") == "reliable" and str(e.get("link")) == want and e.get("reason"):
+        print(line.strip()); sys.exit(0)
+sys.exit(1)' "$link" >"$work/carrier-after-cut.txt" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 for i in $(seq 1 150); do echo "m $i" >&8; done
 wait_for "$work/chat-a.out" '"text":"m 150"' 15
+cut_at=$(wc -l <"$work/chat-b.out")
 ip -n "$A" link set "${carrier:-lab0}" down
 for i in $(seq 151 300); do echo "m $i" >&8; sleep 0.01; done
 check "300 messages arrive across the path loss" wait_for "$work/chat-a.out" '"text":"m 300"' 20
 order=$(grep -o '"text":"m [0-9]*"' "$work/chat-a.out" | grep -o '[0-9]*' | tr '\n' ' ')
 check "…exactly once and in order" test "$order" = "$(seq 1 300 | tr '\n' ' ')"
-check "beta reports the carrier change with its reason" grep -qE '"event":"carrier".*"reason":"[^"]+".*"role":"reliable"' "$work/chat-b.out"
+check "after the cut, beta moves its reliable messages to the other path's link (${survivor_id:-?} to ${survivor_remote:-?}) and says why" \
+    carrier_after "$cut_at" "${survivor_id:-none}" 10
+[ -s "$work/carrier-after-cut.txt" ] && echo "  $(cat "$work/carrier-after-cut.txt")"
 check "alpha stays connected (no not-connected event)" test "$(grep -c '"state":"not-connected"' "$work/chat-a.out")" = 0
 check "the dead path's link is dropped" wait_links beta 1 10
 check "alpha closed its link at once: the kernel reported the interface down" \

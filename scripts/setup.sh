@@ -8,8 +8,11 @@
 #   scripts/setup.sh --bt-lab   # also the Bluetooth VM lab (qemu, kernel, bluez, virtme-ng)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# openssh-server and -client are for peerlink-bench's file comparison only: the bench starts
+# its own sshd on 127.0.0.1 with throwaway keys; the machine's sshd is never started or enabled
+# by this script (below).
 PACKAGES=(pkg-config libssl-dev libavahi-client-dev libdbus-1-dev libbluetooth-dev avahi-daemon avahi-utils dbus
-          iproute2 nftables iperf3 ca-certificates)
+          iproute2 nftables iperf3 ca-certificates openssh-server openssh-client)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 [ "$(id -u)" = 0 ] || { log "run as root: the labs create network namespaces and install packages"; exit 1; }
@@ -21,8 +24,19 @@ done
 if ((${#missing[@]})); then
     log "installing: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    # Packages must not start their services here (openssh-server's sshd above all): Debian's
+    # policy-rc.d hook, only for this install and only if the machine has none of its own.
+    policy=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy=added
+    fi
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}"
+    [ -z "$policy" ] || rm -f /usr/sbin/policy-rc.d
+    if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+        # Installed by this script, for the benchmark: not started at boot either.
+        systemctl disable --quiet ssh.service ssh.socket 2>/dev/null || true
+    fi
 else
     log "packages present"
 fi

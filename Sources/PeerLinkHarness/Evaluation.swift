@@ -57,18 +57,24 @@ extension Scenario {
                                     detail: "\(s.arrivals.count) delivered, \(missing) missing, \(dup) duplicated, " +
                                         (inOrder ? "in order" : "OUT OF ORDER") + (s.failedSends > 0 ? ", \(s.failedSends) sends refused" : "")))
             }
-            if s.arrivalTimes.count >= 2 {
-                var best = Verdict.Gap(stream: i + 1, from: s.arrivalTimes[0], to: s.arrivalTimes[0])
-                for (x, y) in zip(s.arrivalTimes, s.arrivalTimes.dropFirst()) where y - x > best.millis {
-                    best = Verdict.Gap(stream: i + 1, from: x, to: y)
-                }
-                gaps.append(best)
-                if let bound = invariants.maxGap {
-                    checks.append(.init(name: "stream \(i + 1): largest delivery gap ≤ \(bound) ms", passed: best.millis <= bound,
-                                        detail: "\(best.millis) ms (from \(best.from) to \(best.to) ms)"))
-                }
-            } else if let bound = invariants.maxGap {
-                checks.append(.init(name: "stream \(i + 1): largest delivery gap ≤ \(bound) ms", passed: false, detail: "fewer than two messages arrived"))
+            // Gaps are judged over the whole stream: from the start of the traffic to the first
+            // arrival, between arrivals, and, when not every message arrived, from the last
+            // arrival to the end of the run (a stream that stops and never resumes has a gap
+            // as long as the rest of the run, not none).
+            let complete = Set(s.arrivals).isSuperset(of: 0..<t.count)
+            let times = [t.start] + s.arrivalTimes + (complete ? [] : [run.duration])
+            var best = Verdict.Gap(stream: i + 1, from: t.start, to: t.start)
+            for (x, y) in zip(times, times.dropFirst()) where y - x > best.millis {
+                best = Verdict.Gap(stream: i + 1, from: x, to: y)
+            }
+            gaps.append(best)
+            if let bound = invariants.maxGap {
+                let place = best.from == t.start && best.to == s.arrivalTimes.first ? "before the first arrival"
+                    : !complete && best.to == run.duration ? "after the last arrival, to the end of the run (\(Set(s.arrivals).count) of \(t.count) arrived)"
+                    : "between arrivals"
+                checks.append(.init(name: "stream \(i + 1): largest delivery gap ≤ \(bound) ms (from the start of traffic at \(t.start) ms)",
+                                    passed: best.millis <= bound,
+                                    detail: "\(best.millis) ms (from \(best.from) to \(best.to) ms, \(place))"))
             }
         }
         if invariants.resourcesVerified {

@@ -30,7 +30,7 @@ enum HandoverBench {
         }
         while DispatchTime.now().uptimeNanoseconds < deadline { try await Task.sleep(nanoseconds: 100_000_000) }
         let arrivals = box.all
-        print(Stats(arrivals).json)
+        print(Stats(arrivals, endMicros: DispatchTime.now().uptimeNanoseconds / 1000).json)
     }
 
     /// handover-send PEER-ID-FILE HOST1 HOST2 PORT RATE SECONDS [copy]
@@ -54,16 +54,28 @@ enum HandoverBench {
             FileHandle.standardError.write(Data("sender: at \(DispatchTime.now().uptimeNanoseconds / 1000) us reliable → link \(link): \(reason)\n".utf8)) } } }
         let count = Int(rate * seconds)
         let start = DispatchTime.now().uptimeNanoseconds
+        var sent = 0
+        var failure: String?
         for i in 0..<count {
             let due = start + UInt64(Double(i) / rate * 1e9)
             let now = DispatchTime.now().uptimeNanoseconds
             if due > now { try await Task.sleep(nanoseconds: due - now) }
             var m = [UInt8](repeating: 0, count: 64)
             for b in 0..<8 { m[b] = UInt8(truncatingIfNeeded: UInt64(i) >> (56 - 8 * b)) }
-            try await session.send(m, to: [peer])
+            do {
+                try await session.send(m, to: [peer])
+                sent += 1
+            } catch {
+                failure = "\(error)"
+                break
+            }
         }
+        // What the receiver is judged against: how many were to be sent and when the stream
+        // started (uptime, the receiver's clock too: both ends run on one host).
+        let why = failure.map { ",\"error\":\"\(jsonEscaped($0))\"" } ?? ""
+        print("{\"count\":\(count),\"sent\":\(sent),\"start_us\":\(start / 1000)\(why)}")
+        fflush(nil)
         try await Task.sleep(nanoseconds: 2_000_000_000)
-        print("{\"sent\":\(count)}")
     }
 
     private static func policy(copy: Bool) -> LinkPolicy {
@@ -73,10 +85,15 @@ enum HandoverBench {
     }
 }
 
-/// Delivery statistics of a sequence-numbered stream (same definitions as scripts/bench/mptcp_stream.py).
+/// What the receiver saw of a sequence-numbered stream (same fields as
+/// scripts/bench/mptcp_stream.py): how many arrived and how many distinct, duplicates,
+/// reorderings, the largest gap between consecutive arrivals, and the first and last arrival
+/// and the end of the receiver's watch (uptime µs). Whether everything arrived, and the gaps
+/// before the first arrival and after the last, are judged against the sender's report
+/// (scripts/bench-handover.sh): only the sender knows how many it sent and when it began.
 struct Stats {
     let json: String
-    init(_ arrivals: [(seq: UInt64, at: UInt64)]) {
+    init(_ arrivals: [(seq: UInt64, at: UInt64)], endMicros: UInt64) {
         var seen = Set<UInt64>(), dups = 0, reordered = 0, last: UInt64? = nil
         var gap: UInt64 = 0, gapAt: UInt64 = 0
         for (i, a) in arrivals.enumerated() {
@@ -85,10 +102,25 @@ struct Stats {
             last = max(last ?? 0, a.seq)
             if i > 0, a.at - arrivals[i - 1].at > gap { gap = a.at - arrivals[i - 1].at; gapAt = arrivals[i - 1].at }
         }
-        let maxSeq = arrivals.map(\.seq).max() ?? 0
-        let missing = arrivals.isEmpty ? 0 : Int(maxSeq + 1) - seen.count
-        json = "{\"received\":\(arrivals.count),\"max_seq\":\(maxSeq),\"missing\":\(missing),\"duplicates\":\(dups),\"reordered\":\(reordered),\"max_gap_ms\":\(String(format: "%.1f", Double(gap) / 1000)),\"gap_at_us\":\(gapAt)}"
+        let first = arrivals.first.map { "\($0.at)" } ?? "null", final = arrivals.last.map { "\($0.at)" } ?? "null"
+        json = "{\"received\":\(arrivals.count),\"unique\":\(seen.count),\"duplicates\":\(dups),\"reordered\":\(reordered),"
+            + "\"max_gap_ms\":\(String(format: "%.1f", Double(gap) / 1000)),\"gap_at_us\":\(gapAt),"
+            + "\"first_us\":\(first),\"last_us\":\(final),\"end_us\":\(endMicros)}"
     }
+}
+
+/// `s` as the inside of a JSON string.
+func jsonEscaped(_ s: String) -> String {
+    var out = ""
+    for ch in s.unicodeScalars {
+        switch ch {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        default: out += ch.value < 0x20 ? String(format: "\\u%04x", ch.value) : String(ch)
+        }
+    }
+    return out
 }
 
 /// Publishes nothing and finds nothing: the bench's receiver is dialled by address.

@@ -248,12 +248,20 @@ if arguments.first == "bluetooth-one" {
     exit(0)
 }
 if arguments.first == "messages" {
-    // Small reliable messages alone (for profiling): COUNT messages of 100 bytes, and raw TCP.
+    // Small reliable messages alone: COUNT messages of 100 bytes, against raw TCP sending one
+    // message per send and 64 per writev, in the same rounds.
     let count = arguments.dropFirst().first.flatMap(Int.init) ?? 200_000
-    let rawRate = try await rawSmallMessages(count: count, size: 100)
-    let plRate = Double(count) / (try await sessionMessages(count: count, size: 100).seconds)
-    print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
-    print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
+    let pairs = try await SmallMessagePairs.measure(rounds: 3, count: count, size: 100)
+    for line in pairs.lines { print(line) }
+    exit(0)
+}
+if arguments.first == "file" {
+    // peerlink-bench file [MEGABYTES]: the file comparison alone (raw TCP, iperf3, OpenSSH, floor).
+    let mib = arguments.dropFirst().first.flatMap(Int.init) ?? 256
+    print("PeerLink file transfer against raw TCP, iperf3 and OpenSSH on loopback, \(mib) MiB, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    let file = try await FileComparison.measure(bytes: mib << 20, rounds: 3, iperf3: IPerf3.run())
+    for line in file.lines { print(line) }
+    printJSON(["bench": "file", "megabytes": mib, "file": file.json])
     exit(0)
 }
 if arguments.first == "big-messages" {
@@ -283,19 +291,15 @@ let ip = IPerf3.run()
 if let ip { print(String(format: "baseline  iperf3 (3 s)            %9.1f MB/s   (raw/iperf3 = %.2f)", ip.mbps, raw / ip.mbps)) }
 let msg = msgPair.medianMBps
 print(String(format: "peerlink  reliable 64 KiB messages %9.1f MB/s   ", msg) + msgPair.text)
-let resPair = try await PairedRatio.measure(rounds: rounds, bytes: totalBytes) { try await sessionResource(bytes: totalBytes) }
-let res = resPair.medianMBps
-print(String(format: "peerlink  resource (file, SHA-256) %9.1f MB/s   ", res) + resPair.text)
-let small = 50_000
-let rawRate = try await rawSmallMessages(count: small, size: 100)
-let plRate = Double(small) / (try await sessionMessages(count: small, size: 100).seconds)
-print(String(format: "baseline  raw TCP, 100 B messages  %9.0f msg/s  (one send each)", rawRate))
-print(String(format: "peerlink  reliable 100 B messages  %9.0f msg/s  ratio to raw %.3f", plRate, plRate / rawRate))
+let file = try await FileComparison.measure(bytes: totalBytes, rounds: rounds, iperf3: ip)
+for line in file.lines { print(line) }
+let small = try await SmallMessagePairs.measure(rounds: rounds, count: 50_000, size: 100)
+for line in small.lines { print(line) }
 let hs = try await handshakes(n: 50)
 print(String(format: "connect   raw TCP                  %9.3f ms", hs.raw * 1000))
 print(String(format: "connect   TCP + Noise XX + hello   %9.3f ms   ratio to raw %.1f", hs.noise * 1000, hs.noise / hs.raw))
 // CPU per GiB from the transfers above (both ends in this process), beside iperf3's.
-let cpuRaw = msgPair.rawCPUPerGiB, cpuMsg = msgPair.cpuPerGiB, cpuRes = resPair.cpuPerGiB
+let cpuRaw = msgPair.rawCPUPerGiB, cpuMsg = msgPair.cpuPerGiB, cpuRes = file.peerlinkCPU
 func cpuRatio(_ v: Double) -> String { ip.map { String(format: "   %.2f x iperf3", v / $0.cpuPerGiB) } ?? "" }
 if let ip { print(String(format: "cpu       iperf3, both processes   %9.3f s/GiB", ip.cpuPerGiB)) }
 print(String(format: "cpu       raw TCP socket           %9.3f s/GiB", cpuRaw) + cpuRatio(cpuRaw))
@@ -306,9 +310,7 @@ for r in rtt { print(r.line) }
 var summary: [String: Any] = [
     "bench": "loopback", "megabytes": megabytes, "cores": ProcessInfo.processInfo.activeProcessorCount,
     "raw_mbps": rounded(raw), "messages_64k_mbps": rounded(msg), "messages_64k_ratio": rounded(msgPair.median, 3),
-    "resource_mbps": rounded(res), "resource_ratio": rounded(resPair.median, 3),
-    "messages_64k_rounds": msgPair.json, "resource_rounds": resPair.json,
-    "raw_small_msgs_per_s": rounded(rawRate, 0), "small_msgs_per_s": rounded(plRate, 0), "small_ratio": rounded(plRate / rawRate, 3),
+    "file": file.json, "messages_64k_rounds": msgPair.json, "small_messages": small.json,
     "connect_raw_ms": rounded(hs.raw * 1000, 3), "connect_noise_ms": rounded(hs.noise * 1000, 3),
     "cpu_s_per_gib": ["raw": rounded(cpuRaw, 3), "messages_64k": rounded(cpuMsg, 3), "resource": rounded(cpuRes, 3)],
     "rtt": rtt.map(\.json),

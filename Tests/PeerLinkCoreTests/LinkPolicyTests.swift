@@ -75,6 +75,24 @@ final class LinkPolicyTests: XCTestCase {
         XCTAssertEqual(p.choose([a, b], previous: c1).carrier[.reliable], 1)
     }
 
+    /// Two links on one LAN measure 0 and 1 ms in turn: not a reason to swap carriers (the
+    /// relative margin alone calls 0 against 1 ms a 100 % gain).
+    func testRoundTripsWithinAFewMillisecondsDoNotSwapTheCarrier() {
+        let p = LinkPolicy(.bluetoothFirst)
+        var a = LinkMetrics(id: 1, linkClass: .ip, age: 10_000, rttMillis: 1)
+        var b = LinkMetrics(id: 2, linkClass: .ip, age: 10_000, rttMillis: 0)
+        let first = p.choose([a, b])
+        XCTAssertEqual(first.carrier[.reliable], 2)
+        var previous = first
+        for round in 0..<10 {
+            (a.rttMillis, b.rttMillis) = round % 2 == 0 ? (0, 1) : (1, 0)
+            previous = p.choose([a, b], previous: previous)
+            XCTAssertEqual(previous.carrier[.reliable], 2, "round \(round): 1 ms is noise")
+        }
+        b.rttMillis = 30
+        XCTAssertEqual(p.choose([a, b], previous: previous).carrier[.reliable], 1, "30 ms against 0 ms is a reason")
+    }
+
     func testLossyLinkIsLastResortAndLeftAtOnce() {
         let p = LinkPolicy(.bluetoothFirst)
         var lossy = bt; lossy.loss = 0.3

@@ -1,4 +1,5 @@
 import Crypto
+import TestKit
 import XCTest
 
 @testable import PeerLinkCore
@@ -7,9 +8,11 @@ import XCTest
 final class NoiseHandshakeTests: XCTestCase {
     private let prologue = Array("peerlink/1".utf8)
 
+    /// This test's random inputs (printed seed; PEERLINK_TEST_SEED repeats them).
+    private lazy var rng = seededGenerator(self)
+
     private func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &rng) }
     }
 
     private func makePair(
@@ -297,7 +300,7 @@ final class NoiseHandshakeTests: XCTestCase {
         for _ in 0..<50 {
             var (initiator, responder, _, _) = makePair()
             // Message 1 is unauthenticated, so any 32+ bytes are accepted; shorter ones are not.
-            let garbage1 = randomBytes(Int.random(in: 0...80))
+            let garbage1 = randomBytes(Int.random(in: 0...80, using: &rng))
             do {
                 _ = try responder.readMessage(garbage1)
                 XCTAssertGreaterThanOrEqual(garbage1.count, 32)
@@ -305,7 +308,7 @@ final class NoiseHandshakeTests: XCTestCase {
                 XCTAssertEqual(error, .messageTooShort)
             }
             _ = try initiator.writeMessage(payload: [])
-            let garbage2 = randomBytes(Int.random(in: 0...200))
+            let garbage2 = randomBytes(Int.random(in: 0...200, using: &rng))
             XCTAssertThrowsError(try initiator.readMessage(garbage2)) { XCTAssertTrue($0 is NoiseError) }
         }
     }

@@ -1,5 +1,6 @@
 import XCTest
 import DocVectors
+import TestKit
 import PeerLinkWire
 @testable import PeerLinkCore
 

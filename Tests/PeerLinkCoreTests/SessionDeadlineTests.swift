@@ -1,5 +1,5 @@
 import XCTest
-import DocVectors
+import TestKit
 import PeerLinkWire
 @testable import PeerLinkCore
 

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import PeerLink
+import TestKit
 @testable import PeerLinkHarness
 
 /// The IP lab's delay: the queue's rules, and a real relay on loopback.
@@ -61,7 +62,9 @@ final class DelayRelayTests: XCTestCase {
         XCTAssertEqual(DelayQueue(delay: 0, bytesPerSecond: 1_000_000).readSize, 10_000, "about 10 ms per read")
     }
 
-    /// A rate-limited relay on loopback: 200 kB at 400 kB/s takes at least half a second.
+    /// A rate-limited relay on loopback: 200 kB at 400 kB/s take half a second: not less
+    /// (allowing 20 ms for the clocks), and not more than 700 ms (a relay at 70 % of the rate, or
+    /// one that holds the bytes back, fails).
     func testRelayHoldsItsRate() async throws {
         let sink = AsyncStream<Int>.makeStream()
         let server = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
@@ -82,15 +85,20 @@ final class DelayRelayTests: XCTestCase {
         let start = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<5 { conn.enqueue([UInt8](repeating: 7, count: 40_000)) }
         await conn.flush()
-        var it = sink.stream.makeAsyncIterator()
-        let got = await it.next()
+        let got = try await within(10, "200 kB through the relay") { () -> Int? in
+            var it = sink.stream.makeAsyncIterator()
+            return await it.next()
+        }
         let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        print("200 kB through a 400 kB/s relay: \(Int(ms)) ms")
         XCTAssertGreaterThanOrEqual(got ?? 0, 200_000)
         XCTAssertGreaterThanOrEqual(ms, 480, "200 kB through a 400 kB/s relay")
+        XCTAssertLessThanOrEqual(ms, 700, "200 kB through a 400 kB/s relay: a relay at 70 % of the rate fails")
     }
 
-    /// Through a real relay on loopback: bytes arrive intact and in order both ways, and a
-    /// round trip takes at least twice the delay (a lower bound: a slow machine only adds).
+    /// Through a real relay on loopback: bytes arrive intact and in order both ways, every
+    /// round trip takes at least twice the delay, and the quickest of them not much more (a
+    /// slow machine adds to some round trips, hardly to all of them).
     func testRelayDelaysBothWaysAndKeepsBytes() async throws {
         let echo = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { conn in
             Task {
@@ -109,15 +117,19 @@ final class DelayRelayTests: XCTestCase {
         defer { conn.close() }
 
         let big = (0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        for message in [Array("ping".utf8), big, [0]] {
+        var times: [Double] = []
+        for message in [Array("ping".utf8), big, [0], [1], [2], [3], [4]] {
             let start = DispatchTime.now().uptimeNanoseconds
             conn.enqueue(message)
             await conn.flush()
-            let back = try await conn.receive()
+            let back = try await within(10, "the echo of \(message.count) bytes") { try await conn.receive() }
             let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+            times.append(ms)
             XCTAssertEqual(back, message, "the relay keeps every byte, in order")
             XCTAssertGreaterThanOrEqual(ms, 80, "a round trip through a 40 ms relay takes at least 80 ms")
         }
+        print("round trips through a 40 ms relay: \(times.map { Int($0) }) ms")
+        XCTAssertLessThanOrEqual(times.min() ?? 0, 100, "the quickest round trip through a 40 ms relay: 80 ms and little more (a relay adding a quarter to the delay fails)")
     }
 
     /// The far side going away is passed on: the dialler's connection ends.
@@ -130,15 +142,17 @@ final class DelayRelayTests: XCTestCase {
         let conn = try await TCPTransport(bindHost: "127.0.0.1")
             .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: 5)
         defer { conn.close() }
-        var it = accepted.stream.makeAsyncIterator()
-        let next = await it.next()
+        let next = try await within(10, "the relay's connection to the server") { () -> MessageConnection? in
+            var it = accepted.stream.makeAsyncIterator()
+            return await it.next()
+        }
         let far = try XCTUnwrap(next)
         far.enqueue(Array("bye".utf8))
         await far.flush()
         far.close()
-        let bye = try await conn.receive()
+        let bye = try await within(10, "the far side's last message") { try await conn.receive() }
         XCTAssertEqual(bye, Array("bye".utf8))
-        let end = try? await conn.receive()
+        let end = try await within(10, "the end passed on") { try? await conn.receive() }
         XCTAssertEqual(end ?? nil, nil, "the relay closed the dialler's side after the far side left")
     }
 

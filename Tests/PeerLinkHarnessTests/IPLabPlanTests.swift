@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import TestKit
 import XCTest
 @testable import PeerLinkHarness
 
@@ -116,8 +117,10 @@ final class IPLabPlanTests: XCTestCase {
         defer { listener.close() }
         let client = try await t.connect(to: TransportEndpoint(medium: .rfcomm, host: "127.0.0.1", port: listener.port), timeout: 5)
         defer { client.close() }
-        var it = accepted.stream.makeAsyncIterator()
-        let next = await it.next()
+        let next = try await within(10, "the listener accepting") { () -> MessageConnection? in
+            var it = accepted.stream.makeAsyncIterator()
+            return await it.next()
+        }
         let server = try XCTUnwrap(next)
         defer { server.close() }
         XCTAssertEqual(client.medium, .rfcomm)
@@ -126,7 +129,7 @@ final class IPLabPlanTests: XCTestCase {
         XCTAssertTrue(client.remoteDescription.hasPrefix("rfcomm://127.0.0.1"), client.remoteDescription)
         client.enqueue([1, 2, 3])
         await client.flush()
-        let got = try await server.receive()
+        let got = try await within(10, "the message over the emulated transport") { try await server.receive() }
         XCTAssertEqual(got, [1, 2, 3])
     }
 }

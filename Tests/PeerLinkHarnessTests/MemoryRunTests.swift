@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import TestKit
 import XCTest
 @testable import PeerLinkHarness
 
@@ -50,7 +51,8 @@ final class MemoryRunTests: XCTestCase {
 
     func testFallbackScenarioPassesAndIsReported() async throws {
         let s = try Scenario.parse(fallback)
-        let run = try await MemoryBackend().run(s)
+        let scenario = s
+        let run = try await within(120, "the in-memory run") { try await MemoryBackend().run(scenario) }
         let verdict = s.evaluate(run)
         XCTAssertTrue(verdict.passed, Report.text(s, run, verdict))
         XCTAssertEqual(run.streams.first?.arrivals, Array(0..<300))
@@ -76,11 +78,12 @@ final class MemoryRunTests: XCTestCase {
         var s = try Scenario.parse(fallback)
         s.expectations = [Scenario.CarrierExpectation(at: 1000, role: .reliable, link: "wifi")]
         s.invariants.maxGap = 1
-        let run = try await MemoryBackend().run(s)
+        let scenario = s
+        let run = try await within(120, "the in-memory run") { try await MemoryBackend().run(scenario) }
         let verdict = s.evaluate(run)
         XCTAssertFalse(verdict.passed)
         let failed = verdict.checks.filter { !$0.passed }.map(\.name)
-        XCTAssertEqual(failed, ["reliable on wifi at 1000 ms", "stream 1: largest delivery gap ≤ 1 ms"])
+        XCTAssertEqual(failed, ["reliable on wifi at 1000 ms", "stream 1: largest delivery gap ≤ 1 ms (from the start of traffic at 0 ms)"])
         XCTAssertTrue(Report.text(s, run, verdict).hasPrefix("FAIL fallback"))
     }
 
@@ -106,6 +109,35 @@ final class MemoryRunTests: XCTestCase {
         XCTAssertEqual(long.detail, "carried by wifi at 5000 ms, and by wifi at 5300 ms")
         s.expectations = [Scenario.CarrierExpectation(at: 5000, role: .reliable, link: "bt")]
         XCTAssertFalse(s.evaluate(run(detourUntil: 5001)).checks[0].passed)
+    }
+
+    /// The gap is judged over the whole stream: a stream that stops (at the cut, say) and never
+    /// resumes has a gap to the end of the run, however evenly its messages came before; a
+    /// stream whose first message is late has a gap from the start of the traffic.
+    func testGapsBeforeTheFirstAndAfterTheLastArrivalCount() {
+        var s = try! Scenario.parse(fallback)
+        s.invariants.maxGap = 100
+        func verdict(_ seqs: [Int], at times: [Int]) -> Verdict.Check? {
+            let run = RunRecord(scenario: "fallback", backend: "memory", duration: 4000, links: ["bt", "wifi"], upSpans: [], carrierSpans: [],
+                                events: [], streams: [RunRecord.MessageStream(sent: 300, failedSends: 0, arrivals: seqs, arrivalTimes: times)],
+                                resources: [])
+            return s.evaluate(run).checks.first { $0.name.hasPrefix("stream 1: largest delivery gap") }
+        }
+        // Every 10 ms until the cut at 1500 ms, then nothing: 150 of 300.
+        let stopped = verdict(Array(0..<150), at: (0..<150).map { $0 * 10 })
+        XCTAssertEqual(stopped?.passed, false)
+        XCTAssertEqual(stopped?.detail, "2510 ms (from 1490 to 4000 ms, after the last arrival, to the end of the run (150 of 300 arrived))")
+        // All 300, every 10 ms, but the first only at 900 ms.
+        let late = verdict(Array(0..<300), at: (0..<300).map { 900 + $0 * 10 })
+        XCTAssertEqual(late?.passed, false)
+        XCTAssertEqual(late?.detail, "900 ms (from 0 to 900 ms, before the first arrival)")
+        // All 300, every 10 ms from the start: the largest gap is 10 ms.
+        let even = verdict(Array(0..<300), at: (0..<300).map { $0 * 10 })
+        XCTAssertEqual(even?.passed, true)
+        XCTAssertEqual(even?.detail, "10 ms (from 0 to 10 ms, between arrivals)")
+        // Nothing at all: the whole run is the gap.
+        let none = verdict([], at: [])
+        XCTAssertEqual(none?.detail, "4000 ms (from 0 to 4000 ms, after the last arrival, to the end of the run (0 of 300 arrived))")
     }
 
     func testLostMessagesAreCounted() {

@@ -1,5 +1,6 @@
 import CPeerLinkSys
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 #if canImport(Glibc)
@@ -32,7 +33,9 @@ private final class LoopHold: IOLoopHandler, @unchecked Sendable {
 
     func ioReady(_ events: UInt32, scratch: UnsafeMutableRawBufferPointer) {
         entered.signal()
-        released.wait()
+        // A test that fails before it releases the loop must not stall every later test of the
+        // process on it: the hold ends after 30 s whatever happens.
+        if released.wait(timeout: .now() + 30) == .timedOut { print("LoopHold: never released; the I/O loop goes on after 30 s") }
         _ = IOLoop.shared.control(PEERLINK_EPOLL_DEL, fd: pipeFDs[0], events: 0, token: token)
         IOLoop.shared.detach(token)
         Glibc.close(pipeFDs[0])
@@ -67,10 +70,11 @@ final class AnswerWriteTests: XCTestCase {
         defer { a.close(); b.close() }
         // Input for `a`: b's request, read by the loop.
         b.enqueue([1, 2, 3])
-        let request = try await a.receive()
+        let request = try await within(10, "b's request") { try await a.receive() }
         XCTAssertEqual(request, [1, 2, 3])
 
         let hold = LoopHold()
+        defer { hold.release() }
         XCTAssertTrue(try hold.hold(), "the loop's thread was not held within 10 s")
         a.enqueue([4, 5, 6, 7])      // the answer: written by this thread
         a.enqueue([8, 9])            // right behind it, nothing read since: the loop's
@@ -80,8 +84,7 @@ final class AnswerWriteTests: XCTestCase {
 
         XCTAssertEqual(sentAtOnce, 6, "the answer (2 + 4 bytes) is in the socket before the loop ran")
         XCTAssertEqual(queued, 4, "the follower (2 + 2 bytes) waits for the loop")
-        let first = try await b.receive()
-        let second = try await b.receive()
+        let (first, second) = try await within(10, "the answer and its follower") { (try await b.receive(), try await b.receive()) }
         XCTAssertEqual(first, [4, 5, 6, 7])
         XCTAssertEqual(second, [8, 9])
     }
@@ -92,13 +95,14 @@ final class AnswerWriteTests: XCTestCase {
         defer { a.close(); b.close() }
         a.quietGapForTesting = 0
         let hold = LoopHold()
+        defer { hold.release() }
         XCTAssertTrue(try hold.hold(), "the loop's thread was not held within 10 s")
         a.enqueue([1])
         a.enqueue([2, 3])
         let sentAtOnce = waitingBytes(rawB)
         hold.release()
         XCTAssertEqual(sentAtOnce, 3 + 4, "with no quiet gap, each batch leaves from the queuing thread")
-        let got = [try await b.receive(), try await b.receive()]
+        let got = try await within(10, "both batches") { [try await b.receive(), try await b.receive()] }
         XCTAssertEqual(got, [[1], [2, 3]])
     }
 }

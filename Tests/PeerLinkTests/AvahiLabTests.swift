@@ -229,12 +229,36 @@ final class AvahiProbeTests: XCTestCase {
         XCTAssertThrowsError(try AvahiPublisher(type: "_field-demo._tcp", name: "x", port: 1, txt: [:], busAddress: address))
     }
 
+    /// Bad arguments are refused before any bus is touched: each call gets its own
+    /// `invalidArgument`, not the missing bus's `noSystemBus` that every call here would get
+    /// once past validation.
     func testInvalidArgumentsAreRejected() {
-        XCTAssertThrowsError(try AvahiBrowser(type: "field-demo", busAddress: "unix:path=/nonexistent"))
-        XCTAssertThrowsError(try AvahiPublisher(type: "_field-demo._tcp", name: "x", port: 1,
-                                                txt: ["bad=key": "v"], busAddress: "unix:path=/nonexistent"))
-        XCTAssertThrowsError(try AvahiPublisher(type: "_field-demo._tcp", name: "x", port: 1,
-                                                txt: ["k": String(repeating: "v", count: 300)], busAddress: "unix:path=/nonexistent"))
+        let noBus = "unix:path=/nonexistent-peerlink-\(UUID().uuidString)/bus.sock"
+        func expect(_ message: String, line: UInt = #line, _ call: () throws -> Void) {
+            XCTAssertThrowsError(try call(), line: line) { error in
+                XCTAssertEqual(error as? AvahiError, .invalidArgument(message), line: line)
+            }
+        }
+        expect(#""field-demo" is not a DNS-SD service type like "_name._tcp" or "_name._udp""#) {
+            _ = try AvahiBrowser(type: "field-demo", busAddress: noBus)
+        }
+        expect(#"avahi-daemon refuses one-character service types such as "_x._tcp"; use a service type of 2-15 characters"#) {
+            _ = try AvahiPublisher(type: "_x._tcp", name: "x", port: 1, txt: [:], busAddress: noBus)
+        }
+        let long = String(repeating: "n", count: 64)
+        expect("\"\(long)\" is not a valid DNS-SD instance name (1–63 bytes)") {
+            _ = try AvahiPublisher(type: "_field-demo._tcp", name: long, port: 1, txt: [:], busAddress: noBus)
+        }
+        expect(#"TXT key "bad=key" must be printable ASCII without '='"#) {
+            _ = try AvahiPublisher(type: "_field-demo._tcp", name: "x", port: 1, txt: ["bad=key": "v"], busAddress: noBus)
+        }
+        expect(#"TXT entry "k" is 302 bytes; the limit is 255"#) {
+            _ = try AvahiPublisher(type: "_field-demo._tcp", name: "x", port: 1, txt: ["k": String(repeating: "v", count: 300)], busAddress: noBus)
+        }
+        // The same calls with valid arguments get as far as the bus.
+        XCTAssertThrowsError(try AvahiPublisher(type: "_field-demo._tcp", name: "x", port: 1, txt: ["k": "v"], busAddress: noBus)) { error in
+            guard case .noSystemBus? = error as? AvahiError else { return XCTFail("unexpected \(error)") }
+        }
     }
 }
 

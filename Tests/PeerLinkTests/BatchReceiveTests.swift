@@ -1,5 +1,6 @@
 import Foundation
 import PeerLinkWire
+import TestKit
 import XCTest
 @testable import PeerLink
 #if canImport(Glibc)
@@ -17,18 +18,21 @@ final class BatchReceiveTests: XCTestCase {
     }
 
     /// Drains `count` messages in batches of at most `limit`; returns them and the batch count.
+    /// Fails after 30 s.
     private func drain(_ c: MessageConnection, count: Int, limit: Int) async throws -> (messages: [[UInt8]], batches: Int) {
-        var messages: [[UInt8]] = []
-        var batches = 0
-        while messages.count < count {
-            let batch = try await c.receiveBatch(limit: limit)
-            let b = try XCTUnwrap(batch, "closed after \(messages.count) of \(count)")
-            XCTAssertFalse(b.isEmpty, "a batch holds at least one message")
-            XCTAssertLessThanOrEqual(b.count, limit)
-            messages += b
-            batches += 1
+        try await within(30, "\(count) messages in batches") {
+            var messages: [[UInt8]] = []
+            var batches = 0
+            while messages.count < count {
+                let batch = try await c.receiveBatch(limit: limit)
+                let b = try XCTUnwrap(batch, "closed after \(messages.count) of \(count)")
+                XCTAssertFalse(b.isEmpty, "a batch holds at least one message")
+                XCTAssertLessThanOrEqual(b.count, limit)
+                messages += b
+                batches += 1
+            }
+            return (messages, batches)
         }
-        return (messages, batches)
     }
 
     private func numbered(_ i: Int) -> [UInt8] {
@@ -47,7 +51,7 @@ final class BatchReceiveTests: XCTestCase {
         let (messages, batches) = try await drain(rx, count: 500, limit: 64)
         XCTAssertEqual(messages, (0..<500).map(numbered))
         XCTAssertLessThan(batches, 500 / 4, "queued messages are taken several per wake-up")
-        let end = try await rx.receiveBatch(limit: 64)
+        let end = try await within(10, "the end of the stream") { try await rx.receiveBatch(limit: 64) }
         XCTAssertNil(end, "the stream ends after the last message")
     }
 
@@ -58,7 +62,7 @@ final class BatchReceiveTests: XCTestCase {
         let rx = FDConnection(fd: b, medium: .l2cap, remoteDescription: "pair b", lengthPrefixed: false)
         // Few enough to sit in the socket's buffers before anyone reads.
         for i in 0..<40 { tx.enqueue(numbered(i)) }
-        await tx.flush()
+        try await within(10, "the flush") { await tx.flush() }
         let (messages, batches) = try await drain(rx, count: 40, limit: 16)
         XCTAssertEqual(messages, (0..<40).map(numbered))
         XCTAssertLessThan(batches, 40 / 2)
@@ -77,7 +81,7 @@ final class BatchReceiveTests: XCTestCase {
         let (messages, _) = try await drain(rx, count: 5, limit: 64)
         XCTAssertEqual(messages, (0..<5).map(numbered))
         do {
-            _ = try await rx.receiveBatch(limit: 64)
+            _ = try await within(10, "the zero-length prefix reported") { try await rx.receiveBatch(limit: 64) }
             XCTFail("the zero-length prefix is reported")
         } catch let e as WireError {
             XCTAssertTrue("\(e)".contains("zero-length"), "\(e)")
@@ -91,23 +95,27 @@ final class BatchReceiveTests: XCTestCase {
         let ca = FDConnection(fd: a, medium: .tcp, remoteDescription: "pair a", lengthPrefixed: true)
         let cb = FDConnection(fd: b, medium: .tcp, remoteDescription: "pair b", lengthPrefixed: true)
         let token = [UInt8](repeating: 1, count: 16)
-        async let dialled = SecureLink.establish(over: ca, initiator: true, identity: Identity(),
-                                                 hello: Hello(displayName: "a", sessionToken: token))
-        let accepted = try await SecureLink.establish(over: cb, initiator: false, identity: Identity(),
-                                                      hello: Hello(displayName: "b", sessionToken: token))
-        let sender = try await dialled
+        let (sender, accepted) = try await within(20, "both handshakes") { () -> (SecureLink, SecureLink) in
+            async let dialled = SecureLink.establish(over: ca, initiator: true, identity: Identity(),
+                                                     hello: Hello(displayName: "a", sessionToken: token))
+            let accepted = try await SecureLink.establish(over: cb, initiator: false, identity: Identity(),
+                                                          hello: Hello(displayName: "b", sessionToken: token))
+            return (try await dialled, accepted)
+        }
         for i in 0..<50 { sender.send(.ping(token: UInt64(i))) }
         ca.enqueue([UInt8](repeating: 0xee, count: 40))  // not sealed with the link's key
         sender.send(.ping(token: 999))                   // behind the forgery: never delivered
-        await ca.flush()
-        var tokens: [UInt64] = []
-        var failure: Error?
-        do {
-            while let frames = try await accepted.receiveBatch(limit: 64) {
-                for case let .ping(t) in frames { tokens.append(t) }
+        try await within(10, "the flush") { await ca.flush() }
+        let (tokens, failure) = try await within(30, "the 50 frames and the forgery's error") { () -> ([UInt64], Error?) in
+            var tokens: [UInt64] = []
+            do {
+                while let frames = try await accepted.receiveBatch(limit: 64) {
+                    for case let .ping(t) in frames { tokens.append(t) }
+                }
+            } catch {
+                return (tokens, error)
             }
-        } catch {
-            failure = error
+            return (tokens, nil)
         }
         XCTAssertEqual(tokens, (0..<50).map { UInt64($0) })
         XCTAssertNotNil(failure, "the forged message ends the link with an error")

@@ -21,6 +21,7 @@ final class BlockingCallTests: XCTestCase {
                                     discovery: LoopbackDiscovery())
         }
         let slow = GatedDiscovery()
+        defer { slow.release() }  // a failing run must not leave publishes blocked
         let host = try Node(identity: Identity(), displayName: "slow", transports: [TCPTransport(bindHost: "127.0.0.1")])
         let n = Self.crowd
         let advertisers = Collected<Advertiser>()
@@ -179,10 +180,13 @@ private final class GatedDiscovery: Discovery, @unchecked Sendable {
 
     func publish(_ advertisement: Advertisement, service: ServiceType, ports: [Medium: UInt16],
                  notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle {
+        // Blocks until `release()`, or 60 s at most: a run that fails before it releases must
+        // not keep a thread blocked for the rest of the process.
+        let deadline = Date().addingTimeInterval(60)
         condition.withLock {
             counts.entered += 1
             condition.broadcast()
-            while !open { condition.wait() }
+            while !open, condition.wait(until: deadline) {}
             counts.returned += 1
         }
         return Handle { [self] in condition.withLock { counts.stopped += 1 } }

@@ -46,50 +46,100 @@ final class BlueZProbeTests: XCTestCase {
     }
 }
 
-/// A dbus-daemon on a socket in a temporary directory, stopped by `stop()`.
+/// A dbus-daemon on a socket in a temporary directory, stopped by `stop()`. Ready once the
+/// bus answers: a client has said Hello and had a reply to ListNames.
 final class PrivateBus {
+    struct StartFailure: Error, CustomStringConvertible { let description: String }
+
     let address: String
     private let process = Process()
     private let dir: URL
 
-    init() throws {
+    init(within seconds: Double = 10) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw XCTSkip("dbus-daemon is not installed") }
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-bus-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         address = "unix:path=\(dir.path)/bus.sock"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        // The daemon prints its address once it listens; the socket file alone appears at
-        // bind(), before listen(), and a client connecting then is refused.
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=\(address)"]
-        let ready = Pipe()
-        process.standardOutput = ready
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        process.standardOutput = FileHandle.nullDevice
+        let log = Pipe()
+        process.standardError = log
         try process.run()
-        guard Self.readLine(from: ready.fileHandleForReading.fileDescriptor, within: 5) != nil else {
-            stop(); throw XCTSkip("dbus-daemon did not start")
+        // Neither the socket file (it appears at bind(), before listen(), and a client
+        // connecting then is refused) nor the printed address says the daemon serves clients:
+        // a call answered does.
+        // Each attempt runs on a thread of its own: connecting to a daemon that accepted the
+        // socket but does not speak blocks in libdbus's authentication with no timeout. Past
+        // the deadline the daemon is killed, which ends such an attempt too.
+        let deadline = Date().addingTimeInterval(seconds)
+        var last = "no attempt yet"
+        while true {
+            let attempt = Attempt()
+            let address = self.address
+            Thread {
+                do {
+                    let c = try DBusConnection(address: address)
+                    _ = try c.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames", timeoutMillis: 2000)
+                    attempt.finish(nil)
+                } catch {
+                    attempt.finish("\(error)")
+                }
+            }.start()
+            switch attempt.wait(until: deadline) {
+            case .some(nil): return
+            case let .some(why?): last = why
+            case .none: last = "an attempt was still waiting for the daemon"
+            }
+            guard process.isRunning, Date() < deadline else {
+                let running = process.isRunning
+                stop()
+                let stderr = running ? "" : Self.readWaiting(log.fileHandleForReading.fileDescriptor)
+                throw StartFailure(description: "private dbus-daemon at \(address) " + (running ? "gave no answer to ListNames within \(seconds) s"
+                    : "exited (\(process.terminationStatus)): \(stderr)") + "; last attempt: \(last)")
+            }
+            usleep(20_000)
         }
     }
 
-    /// The first line written to `fd`, or nil on end of file or after `seconds`.
-    private static func readLine(from fd: Int32, within seconds: Double) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        var bytes: [UInt8] = []
-        while Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 100) >= 0 else { return nil }
-            guard pfd.revents != 0 else { continue }
-            var byte: UInt8 = 0
-            guard read(fd, &byte, 1) == 1 else { return nil }
-            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(byte)
+    /// One readiness attempt's outcome: nil when the bus answered, else why not.
+    private final class Attempt: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var outcome: String??
+        func finish(_ why: String?) { condition.withLock { outcome = .some(why); condition.broadcast() } }
+        /// The outcome, or nil (`.none`) if the attempt has not ended by `deadline`.
+        func wait(until deadline: Date) -> String?? {
+            condition.withLock {
+                while outcome == nil, condition.wait(until: deadline) {}
+                return outcome
+            }
         }
-        return nil
+    }
+
+    /// What can be read from `fd` now, without waiting.
+    private static func readWaiting(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 65536 {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 0) == 1 else { break }
+            let n = read(fd, &chunk, chunk.count)
+            guard n > 0 else { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// SIGKILL, not SIGTERM: a daemon started from a Swift concurrency (dispatch worker)
     /// thread inherits that thread's signal mask, which blocks SIGTERM, and would never exit
-    /// (an async test then spun in `waitUntilExit` forever).
+    /// (an async test then spun in `waitUntilExit` forever). The wait for its exit is bounded
+    /// too (5 s).
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+        }
         try? FileManager.default.removeItem(at: dir)
     }
 }

@@ -37,11 +37,20 @@ final class DeviceResolutionTests: XCTestCase {
             XCTAssertTrue(reasons.joined().contains("does not start with the advertised bytes"), "\(reasons)")
         }
 
-        // Nothing reached beta's application, and beta still takes a real invitation.
-        try await Task.sleep(nanoseconds: 200_000_000)
+        // Nothing reached beta's application: beta has decided about both connections (one
+        // identified itself and left, one failed the handshake) and asked nobody. Each decision
+        // is recorded after the point where beta would have asked its application.
+        let decided = await waitUntil(timeout: 10) {
+            let o = b.incomingOutcomes.all
+            return o.contains(.identified(a.peerID)) && o.contains { if case .handshakeFailed = $0 { return true }; return false }
+        }
+        XCTAssertTrue(decided, "beta ended both resolving connections: \(b.incomingOutcomes.all)")
+        XCTAssertEqual(b.incomingOutcomes.all.filter { $0 == .asked(a.peerID) }, [], "\(b.incomingOutcomes.all)")
         XCTAssertEqual(asked.value, 0)
+        // Beta still takes a real invitation, and that one asks its application.
         try await a.invite(found, to: Session(node: a), timeout: 5)
         XCTAssertEqual(asked.value, 1)
+        XCTAssertEqual(b.incomingOutcomes.all.last, .asked(a.peerID))
         await adv.stop()
     }
 

@@ -117,8 +117,10 @@ final class DoctorWiFiLabTests: XCTestCase {
 /// started from a Swift concurrency thread inherits that thread's blocked signals (a
 /// wpa_supplicant it starts would ignore SIGTERM), and `waitUntilExit` hung here in the lab.
 /// The output goes through a file: a daemon started in the background would hold a pipe open.
+/// A command still running after `timeout` seconds is killed with its process group, and
+/// the failure says so.
 @discardableResult
-func labShell(_ command: String) throws -> String {
+func labShell(_ command: String, timeout: Double = 120) throws -> String {
     let out = FileManager.default.temporaryDirectory.appendingPathComponent("peerlink-lab-shell-\(UUID().uuidString.prefix(8))")
     defer { try? FileManager.default.removeItem(at: out) }
     let args: [String] = ["/bin/sh", "-c", "exec >\"$0\" 2>&1 </dev/null; \(command)", out.path]
@@ -132,12 +134,24 @@ func labShell(_ command: String) throws -> String {
     sigfillset(&all)
     posix_spawnattr_setsigmask(&attr, &none)
     posix_spawnattr_setsigdefault(&attr, &all)
-    posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    posix_spawnattr_setpgroup(&attr, 0)
+    posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
     var pid: pid_t = 0
     let rc = posix_spawn(&pid, "/bin/sh", nil, &attr, argv, environ)
     guard rc == 0 else { throw LabShellFailure(command: command, status: -1, output: "posix_spawn failed: \(String(cString: strerror(rc)))") }
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        let r = waitpid(pid, &status, WNOHANG)
+        if r == pid || (r < 0 && errno != EINTR) { break }
+        if Date() >= deadline {
+            kill(-pid, SIGKILL)
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            throw LabShellFailure(command: command, status: -1, output: "still running after \(Int(timeout)) s, killed; output so far: \(text)")
+        }
+        usleep(20_000)
+    }
     let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
     let exited = status & 0x7f == 0, code = (status >> 8) & 0xff
     guard exited, code == 0 else { throw LabShellFailure(command: command, status: exited ? code : -1, output: text) }

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -10,7 +11,7 @@ final class EventQueueTests: XCTestCase {
     private static func message(_ i: Int) -> Session.Event { .message(from: peer, bytes: [UInt8(i & 0xff), UInt8(i >> 8)], mode: .reliable) }
 
 
-    func testEventsComeOutInOrderWhetherBufferedOrAwaited() async {
+    func testEventsComeOutInOrderWhetherBufferedOrAwaited() async throws {
         let q = EventQueue()
         for i in 0..<3000 { q.push(Self.message(i)) }
         XCTAssertEqual(q.count, 3000)
@@ -26,7 +27,7 @@ final class EventQueueTests: XCTestCase {
             q.push(Self.message(i))
             if i % 500 == 0 { await Task.yield() }
         }
-        let got = await reader.value
+        let got = try await within(30, "the reader's 6000 events") { await reader.value }
         XCTAssertEqual(got, Array(0..<6000))
         XCTAssertEqual(q.count, 0)
     }
@@ -43,7 +44,7 @@ final class EventQueueTests: XCTestCase {
         }
         for i in 0..<3 { q.push(Self.message(i)) }
         var got: [Int?] = []
-        for r in readers { got.append(await r.value) }
+        for (i, r) in readers.enumerated() { got.append(try await within(10, "reader \(i)'s event") { await r.value }) }
         XCTAssertEqual(got, [0, 1, 2])
     }
 
@@ -52,17 +53,17 @@ final class EventQueueTests: XCTestCase {
         let cancelled = Task { await q.next() }
         try await Task.sleep(nanoseconds: 50_000_000)
         cancelled.cancel()
-        let first = await cancelled.value
+        let first = try await within(10, "the cancelled reader to return") { await cancelled.value }
         XCTAssertNil(first, "cancelled while waiting")
         let early = Task { () -> Session.Event? in
             withUnsafeCurrentTask { $0?.cancel() }
             return await q.next()
         }
-        let second = await early.value
+        let second = try await within(10, "the reader cancelled before waiting to return") { await early.value }
         XCTAssertNil(second, "cancelled before waiting")
         q.push(Self.message(42))
         XCTAssertEqual(q.count, 1, "nobody took it")
-        let next = await q.next()
+        let next = try await within(10, "the event nobody took") { await q.next() }
         XCTAssertEqual(eventNumber(next), 42)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 #if canImport(Glibc)
@@ -30,22 +31,25 @@ final class FDConnectionTests: XCTestCase {
                 }
             }
         }
-        var next = [Int](repeating: 0, count: 4)
-        for _ in 0..<8000 {
-            let received = try await rx.receive()
-            let m = try XCTUnwrap(received)
-            XCTAssertGreaterThanOrEqual(m.count, 3)
-            let sender = Int(m[0]), i = Int(m[1]) << 8 | Int(m[2])
-            XCTAssertEqual(i, next[sender], "sender \(sender) out of order")
-            next[sender] = i + 1
-            XCTAssertEqual(m.count, 3 + i % 300)
-            XCTAssertTrue(m.dropFirst(3).allSatisfy { $0 == UInt8(i & 0xff) })
+        let next = try await within(60, "8000 messages") { () -> [Int] in
+            var next = [Int](repeating: 0, count: 4)
+            for _ in 0..<8000 {
+                let received = try await rx.receive()
+                let m = try XCTUnwrap(received)
+                XCTAssertGreaterThanOrEqual(m.count, 3)
+                let sender = Int(m[0]), i = Int(m[1]) << 8 | Int(m[2])
+                XCTAssertEqual(i, next[sender], "sender \(sender) out of order")
+                next[sender] = i + 1
+                XCTAssertEqual(m.count, 3 + i % 300)
+                XCTAssertTrue(m.dropFirst(3).allSatisfy { $0 == UInt8(i & 0xff) })
+            }
+            return next
         }
         XCTAssertEqual(next, [2000, 2000, 2000, 2000])
-        await tx.flush()
+        try await within(10, "the flush") { await tx.flush() }
         XCTAssertEqual(tx.queuedBytes, 0)
         tx.close()
-        let end = try await rx.receive()
+        let end = try await within(10, "the end of the stream") { try await rx.receive() }
         XCTAssertNil(end, "the stream ends after the last message")
     }
 
@@ -61,15 +65,15 @@ final class FDConnectionTests: XCTestCase {
         let batch = sizes.enumerated().map { i, n in [UInt8(n >> 8), UInt8(n & 0xff)] + [UInt8](repeating: UInt8(i), count: n) }
         tx.enqueue(prefixed: batch)
         for (i, n) in sizes.enumerated() {
-            let received = try await rx.receive()
+            let received = try await within(10, "message \(i)") { try await rx.receive() }
             XCTAssertEqual(received, [UInt8](repeating: UInt8(i), count: n))
         }
         tx.enqueue(prefixed: [[0, 5, 1, 2, 3]])  // says 5 bytes, carries 3
         tx.enqueue([9])  // would be read as part of a 5-byte message if the bad one went out
-        let after: [UInt8]? = (try? await rx.receive()) ?? nil
+        let after: [UInt8]? = try await within(10, "the end of the stream") { (try? await rx.receive()) ?? nil }
         XCTAssertNil(after, "the stream ended instead of carrying a broken message")
         do {
-            _ = try await tx.receive()
+            _ = try await within(10, "the sender's failure") { try await tx.receive() }
             XCTFail("the sender's connection failed with a reason")
         } catch {
             XCTAssertTrue("\(error)".contains("length prefix"), "\(error)")
@@ -87,9 +91,9 @@ final class FDConnectionTests: XCTestCase {
             let rx = FDConnection(fd: b, medium: stream ? .tcp : .l2cap, remoteDescription: "pair b", lengthPrefixed: stream)
             tx.enqueue(Array("bye: duplicate link".utf8))
             tx.close()
-            let got = try await rx.receive()
+            let got = try await within(10, "the message queued before close") { try await rx.receive() }
             XCTAssertEqual(got, Array("bye: duplicate link".utf8), stream ? "stream" : "seqpacket")
-            let end = try await rx.receive()
+            let end = try await within(10, "the end after it") { try await rx.receive() }
             XCTAssertNil(end)
             rx.close()
         }
@@ -102,11 +106,13 @@ final class FDConnectionTests: XCTestCase {
         let rx = FDConnection(fd: b, medium: .l2cap, remoteDescription: "pair b", lengthPrefixed: false)
         let sizes = (0..<500).map { 1 + ($0 * 37) % 900 }
         for (i, n) in sizes.enumerated() { tx.enqueue([UInt8](repeating: UInt8(i & 0xff), count: n)) }
-        for (i, n) in sizes.enumerated() {
-            let received = try await rx.receive()
-            let m = try XCTUnwrap(received)
-            XCTAssertEqual(m.count, n, "message \(i)")
-            XCTAssertEqual(m.first, UInt8(i & 0xff))
+        try await within(30, "500 messages") {
+            for (i, n) in sizes.enumerated() {
+                let received = try await rx.receive()
+                let m = try XCTUnwrap(received)
+                XCTAssertEqual(m.count, n, "message \(i)")
+                XCTAssertEqual(m.first, UInt8(i & 0xff))
+            }
         }
     }
 
@@ -122,7 +128,7 @@ final class FDConnectionTests: XCTestCase {
         for _ in 0..<200 { tx.enqueue([UInt8](repeating: 7, count: 60_000)) }
         XCTAssertGreaterThan(tx.queuedBytes, 0)
         tx.close()
-        await tx.flush()
+        try await within(10, "the flush after close") { await tx.flush() }
         XCTAssertEqual(tx.queuedBytes, 0)
         tx.enqueue([1, 2, 3])
         XCTAssertEqual(tx.queuedBytes, 0, "a closed connection takes nothing more")

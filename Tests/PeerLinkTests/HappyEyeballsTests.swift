@@ -78,8 +78,16 @@ final class BothSidesMaintainLinksTests: XCTestCase {
         XCTAssertTrue(two, "the invited side added the IP path")
         let media = Set(await sa.links().first?.links.map(\.medium) ?? [])
         XCTAssertEqual(media, [.rfcomm, .tcp])
-        try await Task.sleep(nanoseconds: 1_500_000_000)
+        // a's manager has settled (it went over its paths with both known, dials nothing and
+        // waits for no retry): the only path a ever dialled is b's IP path.
+        let manager = sa.manager(for: b.peerID)
+        let settled = await waitUntil(timeout: 10) { await manager.settled }
+        XCTAssertTrue(settled, "a's link manager never settled")
+        let dialled = await manager.dialled
+        XCTAssertEqual(dialled, ["tcp/b-ip"], "no second link on the path that already had one")
+        let linked = await manager.linkedPaths
+        XCTAssertEqual(linked, ["bluetooth/B-BT", "tcp/b-ip"], "a counts the Bluetooth link it was invited over as that path's link")
         let still = await sa.links().first?.links.count
-        XCTAssertEqual(still, 2, "no second link on the path that already had one")
+        XCTAssertEqual(still, 2)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLinkWire
+import TestKit
 import XCTest
 @testable import PeerLink
 #if canImport(Glibc)
@@ -14,27 +15,42 @@ private func message(_ i: Int, size: Int) -> [UInt8] {
     return m
 }
 
-/// Receives `count` messages in batches and checks each against `expected(i)`.
-private func receiveAll(_ c: FDConnection, count: Int, from first: Int = 0, limit: Int = 64,
-                        expected: (Int) -> [UInt8]) async throws {
-    var i = first
-    while i < first + count {
-        let batch = try await c.receiveBatch(limit: limit)
-        let got = try XCTUnwrap(batch, "ended after \(i - first) of \(count)")
-        for m in got {
-            let want = expected(i)
-            if m != want {
-                XCTFail("message \(i): \(m.count) bytes, expected \(want.count) (first bytes \(m.prefix(3)))")
-                return
+/// Receives `count` messages in batches and checks each against `expected(i)`; fails if they
+/// have not all come within `seconds`, saying how many did.
+private func receiveAll(_ c: FDConnection, count: Int, from first: Int = 0, limit: Int = 64, within seconds: Double = 60,
+                        file: StaticString = #filePath, line: UInt = #line,
+                        expected: @escaping @Sendable (Int) -> [UInt8]) async throws {
+    let progress = Progress()
+    try await within(seconds, "\(count) messages", progress: { "\(progress.value) arrived" }, file: file, line: line) {
+        var i = first
+        while i < first + count {
+            let batch = try await c.receiveBatch(limit: limit)
+            let got = try XCTUnwrap(batch, "ended after \(i - first) of \(count)", file: file, line: line)
+            for m in got {
+                let want = expected(i)
+                if m != want {
+                    XCTFail("message \(i): \(m.count) bytes, expected \(want.count) (first bytes \(m.prefix(3)))", file: file, line: line)
+                    return
+                }
+                i += 1
+                progress.set(i - first)
             }
-            i += 1
         }
     }
 }
 
+/// A count a bounded wait reports when it gives up.
+private final class Progress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func set(_ v: Int) { lock.withLock { n = v } }
+    var value: Int { lock.withLock { n } }
+}
+
 /// `FDConnection` on the shared epoll loop: order, boundaries, partial writes, backpressure,
 /// ends while calls wait, and one thread for any number of connections. Behaviour only:
-/// nothing here is timed (waits have generous limits so a broken build fails instead of hanging).
+/// nothing here is timed (every wait has a generous bound, so a broken build fails instead of
+/// hanging).
 final class IOLoopTests: XCTestCase {
     private func pair(_ type: Int32) throws -> (Int32, Int32) {
         var fds: [Int32] = [0, 0]
@@ -88,12 +104,12 @@ final class IOLoopTests: XCTestCase {
                 }
             }
         }
-        let next = try await reader.value
+        let next = try await within(60, "the reader's 20 000 messages") { try await reader.value }
         XCTAssertEqual(next, [perSender, perSender, perSender, perSender])
-        await tx.flush()
+        try await within(30, "the flush") { await tx.flush() }
         XCTAssertEqual(tx.queuedBytes, 0)
         tx.close()
-        let end = try await rx.receive()
+        let end = try await within(10, "the end of the stream") { try await rx.receive() }
         XCTAssertNil(end)
     }
 
@@ -104,11 +120,11 @@ final class IOLoopTests: XCTestCase {
         setBuffer(a, SO_SNDBUF, 4096)
         let tx = FDConnection(fd: a, medium: .l2cap, remoteDescription: "a", lengthPrefixed: false)
         let rx = FDConnection(fd: b, medium: .l2cap, remoteDescription: "b", lengthPrefixed: false)
-        let size = { (i: Int) in 3 + (i * 97) % 3000 }
+        let size: @Sendable (Int) -> Int = { (i: Int) in 3 + (i * 97) % 3000 }
         for i in 0..<3000 { tx.enqueue(message(i, size: size(i))) }
         XCTAssertGreaterThan(tx.queuedBytes, 0, "the small buffer filled: the rest waits for the loop")
         try await receiveAll(rx, count: 3000, limit: 16) { message($0, size: size($0)) }
-        await tx.flush()
+        try await within(30, "the flush") { await tx.flush() }
         XCTAssertEqual(tx.queuedBytes, 0)
     }
 
@@ -124,8 +140,8 @@ final class IOLoopTests: XCTestCase {
             let count = chunk < 1000 ? 40 : 200
             let reader = Task { try await receiveAll(rx, count: count) { message($0, size: 65535) } }
             for i in 0..<count { tx.enqueue(message(i, size: 65535)) }
-            try await reader.value
-            await tx.flush()
+            try await within(90, "the reader of chunk size \(chunk)") { try await reader.value }
+            try await within(30, "the flush") { await tx.flush() }
             XCTAssertEqual(tx.queuedBytes, 0)
         }
     }
@@ -149,7 +165,7 @@ final class IOLoopTests: XCTestCase {
         XCTAssertLessThanOrEqual(rx.bufferedInputBytes, limit + 128 * 1024, "read-ahead is bounded")
         XCTAssertGreaterThan(tx.queuedBytes, 0)
         try await receiveAll(rx, count: count - 1, from: 1, limit: 8) { message($0, size: size) }
-        await tx.flush()
+        try await within(30, "the flush") { await tx.flush() }
         XCTAssertEqual(tx.queuedBytes, 0)
         XCTAssertEqual(rx.bufferedInputBytes, 0)
     }
@@ -165,9 +181,9 @@ final class IOLoopTests: XCTestCase {
             let started = await waitUntil(timeout: 30) { rx.waitingReceivers == 1 }
             XCTAssertTrue(started)
             rx.close()
-            let got = try await waiting.value
+            let got = try await within(10, "close ending the waiting receive") { try await waiting.value }
             XCTAssertNil(got, "close ends a waiting receive")
-            let again = try await rx.receive()
+            let again = try await within(10, "a receive after close") { try await rx.receive() }
             XCTAssertNil(again, "and every later one")
         }
 
@@ -179,7 +195,7 @@ final class IOLoopTests: XCTestCase {
         XCTAssertTrue(started)
         rx.abort(.pathGone("test"))
         do {
-            _ = try await waiting.value
+            _ = try await within(10, "abort ending the waiting receive") { try await waiting.value }
             XCTFail("abort fails a waiting receive")
         } catch let e as TransportError {
             XCTAssertEqual(e, .pathGone("test"))
@@ -192,10 +208,10 @@ final class IOLoopTests: XCTestCase {
         XCTAssertGreaterThan(tx.queuedBytes, 0)
         let flushing = Task { await tx.flush() }
         Glibc.close(d)  // the peer goes away without reading
-        await flushing.value
+        try await within(10, "the flush ending when the peer went away") { await flushing.value }
         XCTAssertEqual(tx.queuedBytes, 0)
         do {
-            _ = try await tx.receive()
+            _ = try await within(10, "the failed write reported") { try await tx.receive() }
             XCTFail("the failed write is reported")
         } catch let e as TransportError {
             guard case .system = e else { return XCTFail("\(e)") }
@@ -211,10 +227,10 @@ final class IOLoopTests: XCTestCase {
         bytes += [0, 10, 1, 2, 3]  // announces 10 bytes, sends 3
         XCTAssertEqual(bytes.withUnsafeBytes { Glibc.write(a, $0.baseAddress, $0.count) }, bytes.count)
         Glibc.close(a)
-        let first = try await rx.receive()
+        let first = try await within(10, "the whole message before the cut") { try await rx.receive() }
         XCTAssertEqual(first, [1, 2, 3])
         do {
-            let m = try await rx.receive()
+            let m = try await within(10, "the cut frame's end") { try await rx.receive() }
             XCTFail("a cut frame must not read as \(String(describing: m))")
         } catch let e as WireError {
             guard case .truncated = e else { return XCTFail("\(e)") }
@@ -239,7 +255,7 @@ final class IOLoopTests: XCTestCase {
         XCTAssertLessThan(during - before, 16, "threads before: \(before), with 200 waiting receives: \(during)")
         for (i, tx) in senders.enumerated() { tx.enqueue(message(i, size: 100)) }
         for (i, t) in tasks.enumerated() {
-            let got = try await t.value
+            let got = try await within(30, "receive \(i) of 200") { try await t.value }
             XCTAssertEqual(got, message(i, size: 100))
         }
         for c in senders + receivers { c.close() }

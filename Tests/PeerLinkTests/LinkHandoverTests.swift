@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -24,20 +25,15 @@ final class LinkHandoverTests: XCTestCase {
         XCTAssertEqual(peers, [p.a.peerID], "one peer, not two")
 
         let total = 3000
-        let receiver = Task { () -> [Int] in
-            var got: [Int] = []
-            for await e in p.sa.events {
-                if case let .message(_, bytes, .reliable) = e { got.append(Int(String(decoding: bytes, as: UTF8.self)) ?? -1) }
-                if got.count == total { break }
+        async let receiver = collectNumbers(total, from: p.sa, within: 60)
+        try await within(60, "sending \(total) messages") {
+            for i in 0..<total {
+                if i == total / 3 { p.net.cut("a-bt") }  // the Bluetooth radio goes silent mid-stream
+                try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
+                if i % 200 == 0 { try await Task.sleep(nanoseconds: 20_000_000) }
             }
-            return got
         }
-        for i in 0..<total {
-            if i == total / 3 { p.net.cut("a-bt") }  // the Bluetooth radio goes silent mid-stream
-            try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
-            if i % 200 == 0 { try await Task.sleep(nanoseconds: 20_000_000) }
-        }
-        let got = await receiver.value
+        let got = try await receiver
         XCTAssertEqual(got, Array(0..<total), "exactly once, in order, across the handover")
         // The silent link is suspected within ~0.4 s (traffic moves at once) and declared dead
         // after deadAfter (0.8 s here); then the policy itself falls back.
@@ -62,20 +58,15 @@ final class LinkHandoverTests: XCTestCase {
         XCTAssertEqual(peers.first?.links.first { $0.carries.contains("reliable") }?.medium, .rfcomm)
 
         let total = 2000
-        let receiver = Task { () -> [Int] in
-            var got: [Int] = []
-            for await e in p.sa.events {
-                if case let .message(_, bytes, .reliable) = e { got.append(Int(String(decoding: bytes, as: UTF8.self)) ?? -1) }
-                if got.count >= total { break }
+        async let receiver = collectNumbers(total, from: p.sa, within: 60)
+        try await within(60, "sending \(total) messages") {
+            for i in 0..<total {
+                if i == total / 2 { p.net.cut("a-bt") }
+                try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
+                if i % 100 == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
             }
-            return got
         }
-        for i in 0..<total {
-            if i == total / 2 { p.net.cut("a-bt") }
-            try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID])
-            if i % 100 == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
-        }
-        let got = await receiver.value
+        let got = try await receiver
         XCTAssertEqual(got, Array(0..<total), "each message once, in order, though most arrived twice")
     }
 
@@ -86,7 +77,7 @@ final class LinkHandoverTests: XCTestCase {
         let (first, why, _) = await carrier(p.sb)
         XCTAssertEqual(first, .tcp, "a link that just came up does not take over at once")
         XCTAssertTrue(why?.hasPrefix("kept") ?? false, "\(String(describing: why))")
-        let moved = try await waitFor(p.sb, timeout: 5) { e -> String? in
+        let moved = try await waitFor(p.sb, timeout: 5, "the carrier moving to Bluetooth") { e -> String? in
             if case let .carrierChanged(_, _, .reliable, reason) = e, reason == "Bluetooth first" { return reason }; return nil
         }
         XCTAssertEqual(moved, "Bluetooth first")
@@ -104,13 +95,8 @@ final class LinkHandoverTests: XCTestCase {
     func testBulkGoesOnTheFastLinkAndAResourceSurvivesItsLoss() async throws {
         let p = try await twoLinkPair(policy: LinkPolicy(.bluetoothFirst), conditions: [
             "a-bt": MemoryLinkConditions(bandwidth: 1_000_000), "a-ip": MemoryLinkConditions(bandwidth: 2_000_000)])
-        let bulkCarriers = Task { () -> [LinkID] in
-            var seen: [LinkID] = []
-            for await e in p.sb.events {
-                if case let .carrierChanged(_, link, .bulk, _) = e { seen.append(link) }
-                if seen.count == 3 { break }
-            }
-            return seen
+        async let bulkCarriers = collect(3, "bulk carrier changes", from: p.sb, within: 60) { e -> LinkID? in
+            if case let .carrierChanged(_, link, .bulk, _) = e { return link }; return nil
         }
         // Bluetooth came up first and carried everything; the IP link takes bulk once it has
         // been up for the policy's dwell time (3 s).
@@ -129,7 +115,7 @@ final class LinkHandoverTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let src = dir + "/big.bin"
-        var rng = SystemRandomNumberGenerator()
+        var rng = seededGenerator(self)
         let content = Data((0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &rng) })
         try content.write(to: URL(fileURLWithPath: src))
         let inbox = dir + "/in"
@@ -146,12 +132,12 @@ final class LinkHandoverTests: XCTestCase {
         for _ in 0..<200 where (progress.last?.completed ?? 0) < 1_000_000 { try await Task.sleep(nanoseconds: 20_000_000) }
         XCTAssertGreaterThan(progress.last?.completed ?? 0, 0)
         p.net.cut("a-ip")
-        try await sending.value
-        let (path, error) = await receiver.value
+        try await within(60, "the 3 MB resource sent across the loss of the IP link") { try await sending.value }
+        let (path, error) = try await within(10, "the receiver's resourceFinished") { await receiver.value }
         XCTAssertNil(error)
         XCTAssertEqual(path.flatMap { FileManager.default.contents(atPath: $0) }, content, "the whole file, verified, once")
         XCTAssertEqual(Set(progress.all.map(\.resumedFrom)), [0], "the transfer continued; it never restarted or resumed")
-        let carriers = await bulkCarriers.value
+        let carriers = try await bulkCarriers
         XCTAssertEqual(carriers, [ids[.rfcomm], ids[.tcp], ids[.rfcomm]].compactMap { $0 }, "bulk: Bluetooth → IP → Bluetooth")
         let (after, _, _) = await carrier(p.sb, role: .bulk)
         XCTAssertEqual(after, .rfcomm)

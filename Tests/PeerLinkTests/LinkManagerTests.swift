@@ -109,13 +109,26 @@ final class LinkManagerTests: XCTestCase {
         var btOnly = p.aInfo
         btOnly.endpoints = [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]
         try await p.b.invite(btOnly, to: p.sb, timeout: 5)
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // The manager has gone over its paths and settled on dialling nothing: the Bluetooth
+        // path has its link and it knows no other (only a new event could make it dial).
+        let manager = p.sb.manager(for: p.a.peerID)
+        let looked = try await waitUntil(5) {
+            let checks = await manager.checks, settled = await manager.settled
+            return checks >= 1 && settled
+        }
+        XCTAssertTrue(looked, "the link manager never settled")
+        let dialledBefore = await manager.dialled
+        XCTAssertEqual(dialledBefore, [], "nothing dialled while only the linked Bluetooth path is known")
+        let linked = await manager.linkedPaths
+        XCTAssertEqual(linked, ["bluetooth/A-BT"], "the manager knows the first link's path is linked")
         let onlyBT = await media(p.sb)
         XCTAssertEqual(onlyBT, [.rfcomm])
         // Discovery now also reports the peer on IP (Wi-Fi came in range).
         await p.sb.update(p.aInfo)
         let both = try await waitUntil(5) { await self.media(p.sb) == [.rfcomm, .tcp] }
         XCTAssertTrue(both)
+        let dialledAfter = await manager.dialled
+        XCTAssertEqual(dialledAfter, ["tcp/a-ip"], "the new path, once")
         XCTAssertEqual(p.asked.value, 1)
     }
 

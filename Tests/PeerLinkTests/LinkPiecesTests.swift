@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 import PeerLinkWire
@@ -18,28 +19,29 @@ final class LinkPiecesTests: XCTestCase {
         XCTAssertEqual(peers.first?.links.count, 2)
 
         let total = 40, size = 100_000
-        func message(_ i: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ i &* 7) } }
+        @Sendable func message(_ i: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ i &* 7) } }
+        let arrivals = Arrivals<Int>()
         let receiver = Task { () -> [Int] in
-            var got: [Int] = []
             for await e in sa.events {
                 if case let .message(_, bytes, .reliable) = e {
-                    let i = got.count
-                    got.append(bytes == message(i) ? i : -1)
+                    let i = arrivals.values.count
+                    if arrivals.append(bytes == message(i) ? i : -1) == total { break }
                 }
-                if got.count == total { break }
             }
-            return got
+            return arrivals.values
         }
-        for i in 0..<total {
-            if i == total / 2 {
-                // What the Wi-Fi link carried so far: whole 16 KiB fragments, not ~1 KiB ones.
-                let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
-                XCTAssertGreaterThan(ipLargest, 16_000, "the fast link's frames are not cut to the small link's size")
-                net.drop("a-ip")  // Wi-Fi goes away with records in flight
+        try await within(60, "sending \(total) messages of 100 kB") {
+            for i in 0..<total {
+                if i == total / 2 {
+                    // What the Wi-Fi link carried so far: whole 16 KiB fragments, not ~1 KiB ones.
+                    let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
+                    XCTAssertGreaterThan(ipLargest, 16_000, "the fast link's frames are not cut to the small link's size")
+                    net.drop("a-ip")  // Wi-Fi goes away with records in flight
+                }
+                try await sb.send(message(i), to: [a.peerID])
             }
-            try await sb.send(message(i), to: [a.peerID])
         }
-        let got = await receiver.value
+        let got = try await within(60, "\(total) messages of 100 kB", progress: { arrivals.summary(of: total) }) { await receiver.value }
         XCTAssertEqual(got, Array(0..<total), "every message once, intact, in order, across the handover")
         let bt = net.connections(to: "a-bt")
         XCTAssertEqual(bt.count, 2, "the small link stayed up")
@@ -60,10 +62,8 @@ final class LinkPiecesTests: XCTestCase {
         let large = SessionConfig().fastFragmentSize, small = SessionConfig().fragmentSize
         let first = await sb.fragmentSizes(for: a.peerID)?.messages
         XCTAssertEqual(first, large)
-        let received = Task { () -> Int in
-            var n = 0
-            for await e in sa.events { if case .message = e { n += 1; if n == 2 { break } } }
-            return n
+        async let received = collect(2, "200 kB messages", from: sa, within: 30) { e -> Int? in
+            if case let .message(_, bytes, _) = e { return bytes.count }; return nil
         }
         try await sb.send([UInt8](repeating: 7, count: 200_000), to: [a.peerID])
         let ipLargest = net.connections(to: "a-ip").map(\.sendStats.largest).max() ?? 0
@@ -75,8 +75,8 @@ final class LinkPiecesTests: XCTestCase {
         let withBluetooth = await sb.fragmentSizes(for: a.peerID)?.messages
         XCTAssertEqual(withBluetooth, small)
         try await sb.send([UInt8](repeating: 8, count: 200_000), to: [a.peerID])
-        let count = await received.value
-        XCTAssertEqual(count, 2)
+        let sizes = try await received
+        XCTAssertEqual(sizes, [200_000, 200_000])
 
         net.drop("a-bt")
         let restored = await waitUntil(timeout: 10) { await sb.fragmentSizes(for: a.peerID)?.messages == large }
@@ -93,15 +93,19 @@ final class LinkPiecesTests: XCTestCase {
         let accepted = AsyncStream<MessageConnection>.makeStream()
         try net.register("r") { accepted.continuation.yield($0) }
         let client = try net.connect(from: "s", to: "r")
-        var it = accepted.stream.makeAsyncIterator()
-        guard let server = await it.next() else { throw TransportError.closed }
+        guard let server = try await within(10, "the memory listener accepting", { () -> MessageConnection? in
+            var it = accepted.stream.makeAsyncIterator()
+            return await it.next()
+        }) else { throw TransportError.closed }
         let sid = Identity(), rid = Identity()
-        async let s = SecureLink.establish(over: client, initiator: true, identity: sid,
-                                           hello: Hello(displayName: "s", sessionToken: [UInt8](repeating: 1, count: 16)))
-        async let r = SecureLink.establish(over: server, initiator: false, identity: rid,
-                                           hello: Hello(displayName: "r", maxFrame: 1084, sessionToken: [UInt8](repeating: 2, count: 16), minor: receiverMinor))
+        let s = Task { try await SecureLink.establish(over: client, initiator: true, identity: sid,
+                                                      hello: Hello(displayName: "s", sessionToken: [UInt8](repeating: 1, count: 16))) }
+        let r = Task { try await SecureLink.establish(over: server, initiator: false, identity: rid,
+                                                      hello: Hello(displayName: "r", maxFrame: 1084, sessionToken: [UInt8](repeating: 2, count: 16),
+                                                                   minor: receiverMinor)) }
         guard let conn = client as? MemoryConnection else { throw TransportError.closed }
-        return (try await s, try await r, conn)
+        let (sl, rl) = try await within(20, "both secure handshakes") { (try await s.value, try await r.value) }
+        return (sl, rl, conn)
     }
 
     func testAFrameLargerThanTheLinkTakesArrivesWholeFromPieces() async throws {
@@ -110,8 +114,11 @@ final class LinkPiecesTests: XCTestCase {
         let big = Frame.unreliable(payload: (0..<20_000).map { UInt8(truncatingIfNeeded: $0) })
         s.send(big)
         s.send(.ping(token: 7))
-        var got: [Frame] = []
-        while got.count < 2, let batch = try await r.receiveBatch() { got += batch }
+        let got = try await within(10, "the 20 kB frame in pieces and the ping") { () -> [Frame] in
+            var got: [Frame] = []
+            while got.count < 2, let batch = try await r.receiveBatch() { got += batch }
+            return got
+        }
         XCTAssertEqual(got, [big, .ping(token: 7)])
         XCTAssertEqual(conn.sendStats.oversized, 0)
         XCTAssertLessThanOrEqual(conn.sendStats.largest, 1100)

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -77,7 +78,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let p = try await makePair()
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
         let (path, content) = try file(p.dir, mib: 2)
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-2.bin")), content)
 
         let steps = p.timeline.steps("b").map(\.step)
@@ -119,7 +120,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertTrue(groupUp, "the group link came up: \(p.timeline.steps("b").map(\.step))")
         XCTAssertEqual(FileDigest.Hooks.hashes, before, "…while the file was still being hashed")
         FileDigest.Hooks.holdHashing = false
-        try await send.value
+        try await within(60, "the file sent") { try await send.value }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-1.bin")), content)
         XCTAssertEqual(FileDigest.Hooks.hashes, before + 1)
     }
@@ -130,7 +131,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let p = try await makePair()
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
         let (path, _) = try file(p.dir, mib: 2)
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(p.ub.hostedGroups.count, 1, "the sender hosts the group")
         p.ub.delayLeaves(by: 0.5)
         await p.sb.disconnect()
@@ -168,7 +169,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let p = try await makePair(roles: [], unavailable: "wlan0's driver does not support P2P")
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
         let (path, content) = try file(p.dir, mib: 1)
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-1.bin")), content)
         let rejected = p.timeline.steps("b").first { $0.step == .rejected }
         XCTAssertEqual(rejected?.detail, "this peer cannot use memory-group: wlan0's driver does not support P2P")
@@ -177,7 +178,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(p.ub.hostedGroups, [], "nothing was set up")
         // Now the side that cannot sends: it proposes nothing, and its timeline says why.
         let (back, _) = try file(p.dir, mib: 1)
-        try await p.sa.sendResource(at: back, name: "back.bin", to: p.b.peerID)
+        try await within(60, "the file sent") { try await p.sa.sendResource(at: back, name: "back.bin", to: p.b.peerID) }
         let told = await waitUntil(timeout: 5) { p.timeline.steps("a").contains { $0.step == .unavailable } }
         XCTAssertTrue(told, "\(p.timeline.steps("a").map(\.step))")
         let why = p.timeline.steps("a").first { $0.step == .unavailable }?.detail ?? ""
@@ -193,7 +194,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
         p.ub.handOutBeforeReachable(by: 0.7)
         let (path, content) = try file(p.dir, mib: 2)
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-2.bin")), content)
         let up = await waitUntil(timeout: 10) { p.timeline.steps("a").contains { $0.step == .linkUp } }
         let steps = p.timeline.steps("a")
@@ -206,7 +207,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
         p.ub.failNextStep("the radio is busy scanning")
         let (path, content) = try file(p.dir, mib: 1)
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-1.bin")), content)
         let failed = p.timeline.steps("b").first { $0.step == .failed }
         XCTAssertTrue(failed?.detail.contains("the radio is busy scanning") == true, "\(String(describing: failed))")
@@ -236,7 +237,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let unfinished = !FileManager.default.fileExists(atPath: p.dir + "/inbox/f-3.bin")
         XCTAssertTrue(unfinished, "the file is still on its way when the group goes")
         for g in p.ub.hostedGroups { p.ub.tearDownFromOutside(g) }
-        try await send.value
+        try await within(60, "the file sent") { try await send.value }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-3.bin")), content, "nothing lost, nothing doubled")
         XCTAssertTrue(p.timeline.steps("b").contains { $0.step == .tornDown }, "\(p.timeline.steps("b").map(\.step))")
         let count = await linkCount(p.sb)
@@ -247,7 +248,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let p = try await makePair(idleTeardown: 600)
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
         let (path, _) = try file(p.dir, mib: 1)
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         let down = await waitUntil(timeout: 5) { p.timeline.steps("b").contains { $0.step == .tornDown } }
         XCTAssertTrue(down, "torn down after 0.6 s without bulk")
         // Whichever side's timer fires first takes it down; the other may see the link go first.
@@ -255,7 +256,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertTrue(why.contains { $0.contains("no bulk traffic for 0.6 s") }, "\(why)")
         let cleared = await waitUntil(timeout: 5) { p.ub.hostedGroups.isEmpty }
         XCTAssertTrue(cleared, "the host left its group")
-        try await p.sb.sendResource(at: path, to: p.a.peerID)
+        try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(p.timeline.linksUp("b", .memoryGroup).count, 2, "formed again for the next file")
     }
 }

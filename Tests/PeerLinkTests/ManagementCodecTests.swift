@@ -1,4 +1,5 @@
 @testable import PeerLink
+import TestKit
 import XCTest
 
 /// The mgmt codec behind `doctor`'s reachability line and the advertiser's connectable check.
@@ -54,7 +55,7 @@ final class ManagementCodecTests: XCTestCase {
 
     /// Random and mutated packets: an answer, nil, or an error, never a crash.
     func testFuzzedPacketsNeverCrash() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = seededGenerator(self)
         let seed = infoReply(current: [.powered, .bredr])
         for i in 0..<20_000 {
             var p: [UInt8]

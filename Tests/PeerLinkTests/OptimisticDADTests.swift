@@ -58,11 +58,33 @@ final class OptimisticDADTests: XCTestCase {
         XCTAssertFalse(OptimisticDAD.read(root: root).isOn, "values that are not numbers count as unknown")
     }
 
-    func testThisMachinesSettingsReadWithoutError() {
-        // Whatever this host says, reading it must give an answer doctor can print.
-        let check = OptimisticDAD.read().doctorCheck
-        XCTAssertTrue(check.ok)
-        XCTAssertFalse(check.detail.isEmpty)
+    /// A tree laid out as the kernel's: `all`, `default`, `lo` and two interfaces, each with
+    /// the files this kernel has (or a fixed list without /proc), values ending in a newline.
+    /// Only `all` and `default` decide, and only `all.forwarding`: the interfaces and
+    /// `default/forwarding` say the opposite, so a reader that looks there gets it wrong.
+    func testATreeLaidOutLikeProcIsReadFromAllAndDefaultOnly() throws {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/sys/net/ipv6/conf/default"))
+            ?? ["accept_dad", "accept_ra", "disable_ipv6", "forwarding", "mtu", "optimistic_dad", "use_optimistic"]
+        var tree: [String: String] = [:]
+        for dir in ["all", "default", "lo", "eth0", "wlan0"] {
+            for name in names { tree["\(dir)/\(name)"] = "0\n" }
+        }
+        for (path, value) in ["all/optimistic_dad": "0\n", "default/optimistic_dad": "1\n", "all/forwarding": "0\n",
+                              "default/forwarding": "1\n", "eth0/forwarding": "1\n", "lo/optimistic_dad": "0\n",
+                              "wlan0/optimistic_dad": "0\n", "eth0/optimistic_dad": "0\n"] {
+            tree[path] = value
+        }
+        try write(tree)
+        let dad = OptimisticDAD.read(root: root)
+        XCTAssertEqual(dad, OptimisticDAD(allOptimistic: false, defaultOptimistic: true, forwarding: false))
+        XCTAssertTrue(dad.isOn, "new interfaces copy default's optimistic_dad")
+        XCTAssertTrue(dad.doctorCheck.detail.hasPrefix("on:"), dad.doctorCheck.detail)
+
+        // all.forwarding turns it off for every new interface.
+        try write(["all/forwarding": "1\n"])
+        let router = OptimisticDAD.read(root: root)
+        XCTAssertEqual(router, OptimisticDAD(allOptimistic: false, defaultOptimistic: true, forwarding: true))
+        XCTAssertTrue(router.doctorCheck.detail.hasPrefix("off while IPv6 forwarding is on"), router.doctorCheck.detail)
     }
 
     func testDoctorShowsItOnlyWhenWiFiIsUsable() {

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -93,7 +94,7 @@ final class ResourceDiskSpaceTests: XCTestCase {
         let inbox = disk.path + "/inbox"
         let receiver = Receiver(p.sa, dir: inbox, keepFree: 0)
         do {
-            try await p.sb.sendResource(at: big.path, to: p.a.peerID)
+            try await within(60, "the file sent") { try await p.sb.sendResource(at: big.path, to: p.a.peerID) }
             XCTFail("a 32 MiB file cannot fit on a 16 MiB disk")
         } catch let PeerLinkError.resourceRefused(name, reason) {
             XCTAssertEqual(name, "f.bin")
@@ -113,7 +114,7 @@ final class ResourceDiskSpaceTests: XCTestCase {
         let small = try file(src, "g.bin", mib: 4, seed: 2)
         receiver.keepFree = 14 << 20
         do {
-            try await p.sb.sendResource(at: small.path, to: p.a.peerID)
+            try await within(60, "the file sent") { try await p.sb.sendResource(at: small.path, to: p.a.peerID) }
             XCTFail("the margin leaves less than 4 MiB")
         } catch let PeerLinkError.resourceRefused(_, reason) {
             guard case .noSpace(4 << 20, _) = reason else { return XCTFail("unexpected reason \(reason)") }
@@ -131,9 +132,11 @@ final class ResourceDiskSpaceTests: XCTestCase {
                                         discovery: LoopbackDiscovery())
         let inbox = disk.path + "/inbox"
         let receiver = Receiver(p.sa, dir: inbox, keepFree: 0)
-        async let a: Error? = { do { try await p.sb.sendResource(at: one.path, to: p.a.peerID); return nil } catch { return error } }()
-        async let b: Error? = { do { try await p.sb.sendResource(at: two.path, to: p.a.peerID); return nil } catch { return error } }()
-        let errors = await [a, b]
+        let errors = try await within(60, "both offers settled") { () -> [Error?] in
+            async let a: Error? = { do { try await p.sb.sendResource(at: one.path, to: p.a.peerID); return nil } catch { return error } }()
+            async let b: Error? = { do { try await p.sb.sendResource(at: two.path, to: p.a.peerID); return nil } catch { return error } }()
+            return await [a, b]
+        }
         let failed = errors.compactMap { $0 }
         XCTAssertEqual(failed.count, 1, "one of the two files fits: \(errors)")
         guard let e = failed.first, case PeerLinkError.resourceRefused(_, .noSpace(10 << 20, _)) = e else {
@@ -161,7 +164,7 @@ final class ResourceDiskSpaceTests: XCTestCase {
             close(fd)
         }
         do {
-            try await p.sb.sendResource(at: one.path, to: p.a.peerID)
+            try await within(60, "the file sent") { try await p.sb.sendResource(at: one.path, to: p.a.peerID) }
             XCTFail("the disk filled up")
         } catch let e as PeerLinkError {
             guard case let .resourceRefused(_, .diskFull(held, size)) = e else { return XCTFail("the sender is told the disk filled up, got \(e)") }
@@ -178,7 +181,7 @@ final class ResourceDiskSpaceTests: XCTestCase {
         try FileManager.default.removeItem(atPath: filler)
         receiver.afterAccept = nil
         let resumed = ResumeLog()
-        try await p.sb.sendResource(at: one.path, to: p.a.peerID) { resumed.add($0.resumedFrom) }
+        try await within(60, "the resumed send") { try await p.sb.sendResource(at: one.path, to: p.a.peerID) { resumed.add($0.resumedFrom) } }
         XCTAssertGreaterThan(resumed.max, 0, "the second attempt resumed from the kept bytes")
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: inbox + "/one.bin")), one.content)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -37,8 +38,10 @@ final class ResourceLongWorkTests: XCTestCase {
         return (p, dir)
     }
 
-    /// Link or peer losses seen on a session while `body` runs.
-    func losses(on sessions: [Session], during body: () async throws -> Void) async rethrows -> [String] {
+    /// Link or peer losses seen on a session while `body` runs (which fails the test if it has
+    /// not finished within `seconds`).
+    func losses(on sessions: [Session], within seconds: Double = 120, file: StaticString = #filePath, line: UInt = #line,
+                during body: @escaping @Sendable () async throws -> Void) async throws -> [String] {
         let log = LossLog()
         let watchers = sessions.map { s in
             Task {
@@ -54,7 +57,7 @@ final class ResourceLongWorkTests: XCTestCase {
             }
         }
         defer { watchers.forEach { $0.cancel() } }
-        try await body()
+        try await within(seconds, "the transfers to finish", progress: { "losses so far: \(log.lines)" }, file: file, line: line, body)
         return log.lines.filter { $0 != "verifying" }
     }
 

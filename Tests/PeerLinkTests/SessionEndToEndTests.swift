@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -15,19 +16,12 @@ final class SessionEndToEndTests: XCTestCase {
     func testReliableMessagesBothWaysInOrder() async throws {
         let (p, _) = try await memoryPair()
         let n = 500
-        let received = Task { () -> [Int] in
-            var got: [Int] = []
-            for await e in p.sa.events {
-                if case let .message(_, bytes, .reliable) = e { got.append(Int(String(decoding: bytes, as: UTF8.self)) ?? -1) }
-                if got.count == n { break }
-            }
-            return got
-        }
-        for i in 0..<n { try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID]) }
-        let got = await received.value
+        async let received = collectNumbers(n, from: p.sa, within: 30)
+        try await within(30, "sending \(n) messages") { for i in 0..<n { try await p.sb.send(Array("\(i)".utf8), to: [p.a.peerID]) } }
+        let got = try await received
         XCTAssertEqual(got, Array(0..<n))
         try await p.sa.send(Array("pong".utf8), to: [p.b.peerID])
-        let back = try await waitFor(p.sb) { e -> [UInt8]? in if case let .message(_, b, _) = e { return b }; return nil }
+        let back = try await waitFor(p.sb, "the pong") { e -> [UInt8]? in if case let .message(_, b, _) = e { return b }; return nil }
         XCTAssertEqual(String(decoding: back, as: UTF8.self), "pong")
     }
 
@@ -35,7 +29,7 @@ final class SessionEndToEndTests: XCTestCase {
         let (p, _) = try await memoryPair()
         let big = (0..<(3 * 1024 * 1024 + 17)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try await p.sb.send(big, to: [p.a.peerID])
-        let got = try await waitFor(p.sa, timeout: 30) { e -> [UInt8]? in if case let .message(_, b, _) = e { return b }; return nil }
+        let got = try await waitFor(p.sa, timeout: 30, "the 3 MB message") { e -> [UInt8]? in if case let .message(_, b, _) = e { return b }; return nil }
         XCTAssertEqual(got, big)
     }
 
@@ -60,8 +54,10 @@ final class SessionEndToEndTests: XCTestCase {
             return nil
         }
         let progress = ProgressLog()
-        try await p.sb.sendResource(at: src, name: "../../etc/evil.bin", to: p.a.peerID) { progress.add($0) }
-        let offer = try await accepter.value
+        try await within(30, "the resource sent") {
+            try await p.sb.sendResource(at: src, name: "../../etc/evil.bin", to: p.a.peerID) { progress.add($0) }
+        }
+        let offer = try await within(10, "the receiver's offer") { try await accepter.value }
         XCTAssertEqual(offer?.name, "evil.bin", "path components from the network are stripped")
         let finalPath = inbox + "/evil.bin"
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: finalPath)), content)
@@ -82,7 +78,7 @@ final class SessionEndToEndTests: XCTestCase {
         try Data(repeating: 0x42, count: 5000).write(to: URL(fileURLWithPath: dir + "/inbox/.peerlink-partial/\(FileDigest.hex(sha)).part"))
         Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/inbox") } } }
         do {
-            try await p.sb.sendResource(at: src, to: p.a.peerID)
+            try await within(30, "the corrupted resume to end") { try await p.sb.sendResource(at: src, to: p.a.peerID) }
             XCTFail("a corrupted resume must fail the hash check")
         } catch let e as PeerLinkError {
             XCTAssertTrue("\(e)".contains("SHA-256"), "\(e)")
@@ -95,17 +91,27 @@ final class SessionEndToEndTests: XCTestCase {
         config.keepaliveInterval = 200
         config.deadAfter = 600
         let (p, net) = try await memoryPair(config: config)
+        // Both sides must notice, with no traffic from the application, within three times the
+        // 0.6 s bound (a margin for a loaded machine; nothing else in a memory link would
+        // notice a silent cut at all).
+        let bound = 3 * Double(config.deadAfter) / 1000
         let start = Date()
         net.cut("node-a")
-        async let a: PeerID = waitFor(p.sa) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
-        async let b: PeerID = waitFor(p.sb) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
+        async let a: (PeerID, String) = waitFor(p.sa, timeout: bound, "alpha noticing the silent cut") { e in
+            if case let .linkChanged(peer, _, _, false, reason) = e { return (peer, reason) }; return nil
+        }
+        async let b: (PeerID, String) = waitFor(p.sb, timeout: bound, "beta noticing the silent cut") { e in
+            if case let .linkChanged(peer, _, _, false, reason) = e { return (peer, reason) }; return nil
+        }
         let (pa, pb) = try await (a, b)
-        XCTAssertEqual(pa, p.b.peerID)
-        XCTAssertEqual(pb, p.a.peerID)
-        // Behaviour, not speed: both sides noticed without any traffic from the application.
-        XCTAssertLessThan(Date().timeIntervalSince(start), 10)
-        let connected = await p.sa.connectedPeers()
-        XCTAssertTrue(connected.isEmpty)
+        let took = Date().timeIntervalSince(start)
+        XCTAssertEqual(pa.0, p.b.peerID)
+        XCTAssertEqual(pb.0, p.a.peerID)
+        XCTAssertEqual(pa.1, "nothing received for 0.6 s (keepalive)", "the keepalive found it, not another mechanism")
+        XCTAssertEqual(pb.1, "nothing received for 0.6 s (keepalive)")
+        XCTAssertLessThan(took, bound, "both sides noticed within \(bound) s")
+        let ended = await waitUntil(timeout: 2) { await p.sa.connectedPeers().isEmpty }
+        XCTAssertTrue(ended, "the peer is gone once its only link died")
     }
 
     func testStreamWithCreditFlowControl() async throws {
@@ -125,16 +131,18 @@ final class SessionEndToEndTests: XCTestCase {
         }
         let out = try await p.sb.openStream(name: "telemetry", to: p.a.peerID)
         let data = (0..<total).map { UInt8(truncatingIfNeeded: $0 / 3) }
-        try await out.write(data)
-        await out.close()
-        let got = try await reader.value
+        try await within(30, "the stream's 200 KiB written") {
+            try await out.write(data)
+            await out.close()
+        }
+        let got = try await within(30, "the stream read to its end") { try await reader.value }
         XCTAssertEqual(got, data)
     }
 
     func testGracefulDisconnect() async throws {
         let (p, _) = try await memoryPair()
         await p.sb.disconnect()
-        let peer = try await waitFor(p.sa) { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
+        let peer = try await waitFor(p.sa, "beta leaving") { e in if case let .peerStateChanged(peer, _, .notConnected) = e { return peer }; return nil }
         XCTAssertEqual(peer, p.b.peerID)
     }
 
@@ -217,8 +225,8 @@ final class ResourceCancellationTests: XCTestCase {
         let sending = Task { try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID) }
         try await Task.sleep(nanoseconds: 1_500_000_000)
         sending.cancel()
-        do { try await sending.value; XCTFail("cancelled send must throw") } catch is CancellationError {}
-        let error = await receiver.value
+        do { try await within(10, "the cancelled send to end") { try await sending.value }; XCTFail("cancelled send must throw") } catch is CancellationError {}
+        let error = try await within(10, "the receiver's resourceFinished") { await receiver.value }
         XCTAssertTrue(error?.contains("cancelled by the sender") ?? false, "\(String(describing: error))")
         let parts = try FileManager.default.contentsOfDirectory(atPath: dir + "/in/.peerlink-partial")
         XCTAssertEqual(parts.count, 1, "the partial file is kept for a later resume")
@@ -238,7 +246,7 @@ final class ResourceCancellationTests: XCTestCase {
             }
         }
         do {
-            try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID)
+            try await within(20, "the send the receiver cancelled to end") { try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID) }
             XCTFail("the receiver cancelled; the send must fail")
         } catch let e as PeerLinkError {
             XCTAssertTrue("\(e)".contains("receiver cancelled"), "\(e)")
@@ -264,7 +272,7 @@ final class PeerStateTests: XCTestCase {
         }
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
         try? await b.invite(info, to: sb, timeout: 3)
-        let seen = await states.value
+        let seen = try await within(10, "beta's states up to notConnected") { await states.value }
         XCTAssertEqual(seen, [.connecting, .notConnected])
     }
 }
@@ -299,16 +307,13 @@ final class SlowReaderTests: XCTestCase {
         XCTAssertLessThan(sentWhileNobodyReads, total, "the sender is paused while the receiver does not read")
         XCTAssertLessThan(sa.queue.count, 2_000, "unread events stay bounded (window-sized), not \(sa.queue.count)")
 
-        var next = 0
-        for await e in sa.events {
-            guard case let .message(_, bytes, .reliable) = e else { continue }
-            let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            XCTAssertEqual(Int(text), next)
-            next += 1
-            if next == total { break }
+        let got = try await collect(total, "reliable messages", from: sa, within: 60) { e -> Int? in
+            guard case let .message(_, bytes, .reliable) = e else { return nil }
+            return Int(String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)) ?? -1
         }
-        try await sender.value
-        XCTAssertEqual(next, total)
+        try await within(10, "the sender to finish") { try await sender.value }
+        XCTAssertEqual(got.count, total)
+        XCTAssertEqual(got, Array(0..<total), "every message once, in order")
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -16,7 +17,7 @@ final class TCPLoopbackTests: XCTestCase {
         XCTAssertEqual(links.first?.links.first?.medium, .tcp)
         XCTAssertEqual(links.first?.peer, p.a.peerID)
         try await p.sb.send(Array("over tcp".utf8), to: [p.a.peerID])
-        let got = try await waitFor(p.sa) { e -> String? in
+        let got = try await waitFor(p.sa, "the message over TCP") { e -> String? in
             if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil
         }
         XCTAssertEqual(got, "over tcp")
@@ -24,31 +25,44 @@ final class TCPLoopbackTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-tcp-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let content = Data((0..<(2 * 1024 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        var rng = seededGenerator(self)
+        let content = Data((0..<(2 * 1024 * 1024)).map { _ in UInt8.random(in: 0...255, using: &rng) })
         try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
         Task { for await e in p.sa.events { if case let .resourceOffered(o) = e { try await p.sa.accept(o, into: dir + "/in") } } }
-        try await p.sb.sendResource(at: dir + "/blob.bin", to: p.a.peerID)
+        try await within(60, "the 2 MiB file sent over TCP") { try await p.sb.sendResource(at: dir + "/blob.bin", to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/in/blob.bin")), content)
     }
 
     func testGarbageBeforeHandshakeIsRejectedAndNodeKeepsWorking() async throws {
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: 2)
+        // A handshake timeout far beyond the waits below: a connection that ends within them
+        // was closed for its bytes, not for taking too long.
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: 60)
         let ports = try await a.start()
         let port = try XCTUnwrap(ports[.tcp])
         // Hostile client: a length prefix announcing 300 bytes of junk, then random bytes.
         let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
-        conn.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
-        let reply = try? await conn.receive()
-        XCTAssertNil(reply, "a node answers junk by closing the connection")
+        var rng = seededGenerator(self)
+        conn.enqueue((0..<300).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        let reply = try await within(10, "the node answering junk") { try? await conn.receive() }
+        XCTAssertNil(reply ?? nil, "a node answers junk by closing the connection")
         conn.close()
+        let first = await waitUntil(timeout: 10) { a.incomingOutcomes.all.count == 1 }
+        XCTAssertTrue(first)
+        XCTAssertEqual(a.incomingOutcomes.all, [.handshakeFailed("secure handshake failed: handshake message 1 must have an empty payload")],
+                       "closed for what it sent, not for a timeout")
         // A zero-length prefix is malformed too.
         let rawConnection = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
         let raw = try XCTUnwrap(rawConnection as? FDConnection)
         let plain = FDConnection(fd: dup(raw.fd), medium: .tcp, remoteDescription: "raw", lengthPrefixed: false)
         plain.enqueue([0, 0, 1, 2, 3])
-        let r2 = try? await plain.receive()
-        XCTAssertNil(r2)
+        let r2 = try await within(10, "the node answering a zero-length message") { try? await plain.receive() }
+        XCTAssertNil(r2 ?? nil)
         plain.close(); raw.close()
+        let second = await waitUntil(timeout: 10) { a.incomingOutcomes.all.count == 2 }
+        XCTAssertTrue(second)
+        let why = a.incomingOutcomes.all.last.map { "\($0)" } ?? ""
+        XCTAssertFalse(why.contains("timed out"), why)
+        XCTAssertTrue(why.contains("handshakeFailed"), why)
         // The node still serves honest peers.
         let b = try Node(identity: Identity(), displayName: "beta", transports: [TCPTransport()])
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
@@ -95,18 +109,17 @@ final class TCPLoopbackTests: XCTestCase {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         XCTAssertEqual(connected, 64)
-        let counter = Task { () -> Set<PeerID> in
-            var from: Set<PeerID> = []
-            for await e in hubSession.events { if case let .message(p, _, _) = e { from.insert(p); if from.count == 64 { break } } }
-            return from
+        async let counter = collect(64, "messages from the spokes", from: hubSession, within: 60) { e -> PeerID? in
+            if case let .message(p, _, _) = e { return p }; return nil
         }
-        for (n, s) in spokes { try await s.send(Array(n.displayName.utf8), to: [hub.peerID]) }
-        let from = await counter.value
-        XCTAssertEqual(from.count, 64)
+        let all = spokes
+        try await within(30, "each spoke sending one message") { for (n, s) in all { try await s.send(Array(n.displayName.utf8), to: [hub.peerID]) } }
+        let from = Set(try await counter)
+        XCTAssertEqual(from.count, 64, "one message from each spoke")
         let everyone = await hubSession.connectedPeers()
         try await hubSession.send(Array("to all".utf8), to: everyone)
         let last = spokes[63].1
-        let text = try await waitFor(last) { e -> String? in if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil }
+        let text = try await waitFor(last, "the hub's message to all") { e -> String? in if case let .message(_, b, _) = e { return String(decoding: b, as: UTF8.self) }; return nil }
         XCTAssertEqual(text, "to all")
     }
 }

@@ -1,38 +1,61 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
-/// Waits for the first session event that `match` turns into a value.
-func waitFor<T: Sendable>(_ session: Session, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line,
+/// Waits for the first session event that `match` turns into a value; fails the test naming
+/// `what` if none comes within `timeout` seconds.
+func waitFor<T: Sendable>(_ session: Session, timeout: Double = 10, _ what: String = "a matching session event",
+                          file: StaticString = #filePath, line: UInt = #line,
                           _ match: @escaping @Sendable (Session.Event) -> T?) async throws -> T {
-    let result = await withTaskGroup(of: T?.self) { group -> T? in
-        group.addTask {
-            for await e in session.events { if let v = match(e) { return v } }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
-    guard let result else {
-        XCTFail("no matching session event within \(timeout) s", file: file, line: line)
+    try await within(timeout, what, file: file, line: line) { () -> T in
+        for await e in session.events { if let v = match(e) { return v } }
         throw CancellationError()
     }
-    return result
+}
+
+/// The first `n` values that `match` makes of `session`'s events, in order. If they do not all
+/// come within `seconds`, the test fails saying how many of the `what` arrived and the last one.
+func collect<T: Sendable>(_ n: Int, _ what: String, from session: Session, within seconds: Double,
+                          file: StaticString = #filePath, line: UInt = #line,
+                          _ match: @escaping @Sendable (Session.Event) -> T?) async throws -> [T] {
+    let got = Arrivals<T>()
+    return try await within(seconds, "\(n) \(what)", progress: { got.summary(of: n) }, file: file, line: line) { () -> [T] in
+        for await e in session.events {
+            guard let v = match(e) else { continue }
+            if got.append(v) >= n { return got.values }
+        }
+        throw CancellationError()
+    }
+}
+
+/// The first `n` reliable messages of `session`, read as decimal numbers (-1 for anything else).
+func collectNumbers(_ n: Int, from session: Session, within seconds: Double,
+                    file: StaticString = #filePath, line: UInt = #line) async throws -> [Int] {
+    try await collect(n, "reliable messages", from: session, within: seconds, file: file, line: line) { e -> Int? in
+        guard case let .message(_, bytes, .reliable) = e else { return nil }
+        return Int(String(decoding: bytes, as: UTF8.self)) ?? -1
+    }
+}
+
+/// Values collected so far by a bounded wait, for its failure message.
+final class Arrivals<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
+    /// Appends `v`; returns how many there are now.
+    func append(_ v: T) -> Int { lock.withLock { items.append(v); return items.count } }
+    var values: [T] { lock.withLock { items } }
+    func summary(of n: Int) -> String {
+        lock.withLock {
+            guard let last = items.last else { return "none of \(n) arrived" }
+            return "\(items.count) of \(n) arrived, the last: \(String(describing: last).prefix(120))"
+        }
+    }
 }
 
 /// Whether `condition` holds within `timeout` seconds (polled every 50 ms).
 func waitUntil(timeout: Double, _ condition: () async -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
-    return await condition()
+    await eventually(within: timeout, condition)
 }
 
 /// Two nodes with their sessions, connected through an advertiser/browser pair.
@@ -53,11 +76,11 @@ func connectedPair(transportA: Transport, transportB: Transport, discovery: Disc
     Task { for await inv in adv.invitations { inv.accept(into: sa) } }
     let browser = Browser(node: b, service: service, discovery: discovery)
     try await browser.start()
-    var found: PeerInfo?
-    for await e in browser.events {
-        if case let .found(p) = e, p.peerID == a.peerID { found = p; break }
+    let aID = a.peerID
+    let peerA = try await within(10, "the browser finding alpha") { () -> PeerInfo in
+        for await e in browser.events { if case let .found(p) = e, p.peerID == aID { return p } }
+        throw PeerLinkError.notConnected(aID)
     }
-    guard let peerA = found else { throw PeerLinkError.notConnected(a.peerID) }
     XCTAssertEqual(peerA.info["role"], "sensor")
     try await browser.invite(peerA, to: sb, context: Array("hello".utf8), timeout: 5)
     browser.stop()

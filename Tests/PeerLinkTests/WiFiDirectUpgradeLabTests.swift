@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -123,7 +124,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         // may well finish before the group is up).
         let (first, firstContent) = try file(lab.dir, mib: 4)
         let started = Date()
-        try await lab.sb.sendResource(at: first, to: lab.a.peerID)
+        try await within(180, "the file sent") { try await lab.sb.sendResource(at: first, to: lab.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f4.bin")), firstContent)
         let upInTime = await waitUntil(timeout: 90) { !lab.events.linksUp("b", .wifiDirect).isEmpty }
         XCTAssertTrue(upInTime, "a Wi-Fi Direct link joined the session\n\(lab.events.dump())")
@@ -138,7 +139,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let (path, content) = try file(lab.dir, mib: 16)
         let txBefore = radioTxBytes()
         let t = Date()
-        try await lab.sb.sendResource(at: path, to: lab.a.peerID)
+        try await within(180, "the file sent") { try await lab.sb.sendResource(at: path, to: lab.a.peerID) }
         let took = Date().timeIntervalSince(t)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f16.bin")), content)
         let sent = radioTxBytes() - txBefore
@@ -159,7 +160,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         // The system takes every group down (as a user toggling Wi-Fi would).
         await lab.ua.wifi.leaveAll()
         await lab.ub.wifi.leaveAll()
-        try await send.value
+        try await within(180, "the file sent") { try await send.value }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f24.bin")), content, "nothing lost, no restart")
         let peers = await lab.sb.connectedPeers()
         XCTAssertEqual(peers, [lab.a.peerID], "the Bluetooth session carried on")
@@ -171,7 +172,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let lab = try await makeLab(interfaceB: "wlan9")
         defer { try? FileManager.default.removeItem(atPath: lab.dir) }
         let (path, content) = try file(lab.dir, mib: 1)
-        try await lab.sb.sendResource(at: path, to: lab.a.peerID)
+        try await within(180, "the file sent") { try await lab.sb.sendResource(at: path, to: lab.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f1.bin")), content)
         XCTAssertEqual(lab.events.linksUp("b", .wifiDirect), [])
         // b cannot propose (no radio) and its timeline says so; a never hears of it.
@@ -179,7 +180,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         XCTAssertTrue(unavailable.contains("wlan9"), "b's timeline says why it proposed nothing: '\(unavailable)'")
         // Now a sends: b refuses with why.
         let (back, _) = try file(lab.dir, mib: 1)
-        try await lab.sa.sendResource(at: back, name: "back.bin", to: lab.b.peerID)
+        try await within(180, "the file sent") { try await lab.sa.sendResource(at: back, name: "back.bin", to: lab.b.peerID) }
         let refused = lab.events.upgrades("a").first { $0.1.step == .rejected }?.1.detail ?? ""
         XCTAssertTrue(refused.contains("wlan9"), "the refusal names the radio: '\(refused)'\n\(lab.events.dump())")
         await lab.sb.disconnect()
@@ -191,7 +192,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: lab.dir) }
         // B sends, so B proposes and hosts; A joins with a passphrase that is wrong.
         let (path, content) = try file(lab.dir, mib: 4)
-        try await lab.sb.sendResource(at: path, to: lab.a.peerID)
+        try await within(180, "the file sent") { try await lab.sb.sendResource(at: path, to: lab.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f4.bin")), content, "the file arrived over Bluetooth")
         let failed = await waitUntil(timeout: 60) { lab.events.upgrades("a").contains { $0.1.step == .failed } }
         XCTAssertTrue(failed, "A's timeline shows the upgrade failed\n\(lab.events.dump())")
@@ -225,7 +226,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         XCTAssertTrue(lab.events.upgrades("b").isEmpty, "nothing negotiated yet")
 
         let (path, content) = try file(lab.dir, mib: 4)
-        try await lab.sb.sendResource(at: path, to: lab.a.peerID)
+        try await within(180, "the file sent") { try await lab.sb.sendResource(at: path, to: lab.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: lab.dir + "/inbox/f4.bin")), content)
         let up = await waitUntil(timeout: 90) { !lab.events.linksUp("b", .wifiDirect).isEmpty }
         XCTAssertTrue(up, "a Wi-Fi Direct link joined the session\n\(lab.events.dump())")

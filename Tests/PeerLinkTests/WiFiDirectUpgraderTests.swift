@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -59,7 +60,7 @@ final class WiFiDirectUpgraderTests: XCTestCase {
 
     func testRandomParametersNeverCrash() {
         let names = ["kind", "ssid", "psk", "freq", "bssid", "owner", "addr", "port"]
-        var rng = SystemRandomNumberGenerator()
+        var rng = seededGenerator(self)
         for _ in 0..<5000 {
             var p = WiFiDirectParameters(credentials: creds, address: "fe80::1", port: 1).encoded
             let i = Int.random(in: 0..<p.count, using: &rng)

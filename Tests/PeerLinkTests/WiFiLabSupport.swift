@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -67,8 +68,16 @@ func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.
 
 /// Raw TCP over a group: `count` bytes of a known pattern from `sender` (a connected socket)
 /// to `receiver`, each side on its own thread. Returns the seconds from the first write to
-/// the last byte read and whether every byte arrived intact.
-func copyOverTCP(sender: Int32, receiver: Int32, count: Int) async throws -> (seconds: Double, intact: Bool) {
+/// the last byte read and whether every byte arrived intact. Fails the test after `seconds`
+/// (the blocked reader and writer are left to end when the caller closes the sockets).
+func copyOverTCP(sender: Int32, receiver: Int32, count: Int, within seconds: Double = 120,
+                 file: StaticString = #filePath, line: UInt = #line) async throws -> (seconds: Double, intact: Bool) {
+    try await within(seconds, "a TCP copy of \(count) bytes", file: file, line: line) {
+        try await copyOverTCPUnbounded(sender: sender, receiver: receiver, count: count)
+    }
+}
+
+private func copyOverTCPUnbounded(sender: Int32, receiver: Int32, count: Int) async throws -> (seconds: Double, intact: Bool) {
     let chunk = 256 * 1024
     let pattern = [UInt8]((0..<chunk).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
     let start = Date()

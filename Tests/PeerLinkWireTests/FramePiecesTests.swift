@@ -1,5 +1,6 @@
 import XCTest
 import DocVectors
+import TestKit
 @testable import PeerLinkWire
 
 /// Link-level pieces (PROTOCOL §6.3): a frame split for a small link is joined back exactly;

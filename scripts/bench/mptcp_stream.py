@@ -5,8 +5,11 @@ records (8-byte big-endian sequence number + padding) over one MPTCP connection.
   mptcp_stream.py recv BIND-ADDRESS PORT SECONDS   prints the delivery statistics as JSON
   mptcp_stream.py send HOST PORT RATE SECONDS
 
-Statistics use the same definitions as peerlink-bench's handover-recv (largest gap between
-consecutive arrivals, missing, duplicates, reordered)."""
+The receiver reports the same fields as peerlink-bench's handover-recv (arrivals, distinct
+arrivals, duplicates, reordered, largest gap between consecutive arrivals, first and last
+arrival and the end of its watch, monotonic microseconds); the sender reports how many it was
+to send, how many it sent and when it started, which scripts/bench-handover.sh judges the
+receiver's report against."""
 import json
 import socket
 import sys
@@ -53,27 +56,39 @@ def recv(bind, port, seconds):
         last = seq if last is None else max(last, seq)
         if i > 0 and at - arrivals[i - 1][1] > gap:
             gap, gap_at = at - arrivals[i - 1][1], arrivals[i - 1][1]
-    max_seq = max((s for s, _ in arrivals), default=0)
-    print(json.dumps({"received": len(arrivals), "max_seq": max_seq,
-                      "missing": (max_seq + 1 - len(seen)) if arrivals else 0,
+    print(json.dumps({"received": len(arrivals), "unique": len(seen),
                       "duplicates": dups, "reordered": reordered,
-                      "max_gap_ms": round(gap / 1000, 1), "gap_at_us": gap_at}, separators=(",", ":")))
+                      "max_gap_ms": round(gap / 1000, 1), "gap_at_us": gap_at,
+                      "first_us": arrivals[0][1] if arrivals else None,
+                      "last_us": arrivals[-1][1] if arrivals else None,
+                      "end_us": now_us()}, separators=(",", ":")))
 
 
 def send(host, port, rate, seconds):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.connect((host, port))
+    s.settimeout(seconds + 5)  # a stream that cannot move any more fails instead of hanging
     count = int(rate * seconds)
-    start = time.monotonic()
+    start_us = now_us()
+    start = start_us / 1e6
+    sent, error = 0, None
     for i in range(count):
         due = start + i / rate
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        s.sendall(i.to_bytes(8, "big") + bytes(RECORD - 8))
+        try:
+            s.sendall(i.to_bytes(8, "big") + bytes(RECORD - 8))
+        except OSError as e:
+            error = str(e)
+            break
+        sent += 1
+    report = {"count": count, "sent": sent, "start_us": start_us}
+    if error:
+        report["error"] = error
+    print(json.dumps(report, separators=(",", ":")), flush=True)
     time.sleep(2)
-    print(json.dumps({"sent": count}))
 
 
 if __name__ == "__main__":

@@ -184,9 +184,16 @@ iplab_start_dbus() {  # DIR HOST
     pid=${pid//[!0-9]/}
     [ -n "$pid" ] || { iplab_die "step 'dbus-daemon startup ($2)': no pid printed"; return 1; }
     echo "$pid" > "$hd/dbus.pid"
-    local i
-    for ((i = 0; i < ${IPLAB_TIMEOUT:-10} * 20; i++)); do [ -S "$hd/bus.sock" ] && return 0; sleep 0.05; done
-    iplab_die "step 'dbus-daemon socket ($2)': $hd/bus.sock did not appear"
+    # Ready once the bus answers a call: its socket file exists from bind(), before the daemon
+    # accepts, and a daemon that accepts but does not answer would hold every client.
+    local end=$((SECONDS + ${IPLAB_TIMEOUT:-10})) why
+    while :; do
+        why=$(timeout 2 dbus-send --bus="unix:path=$hd/bus.sock" --dest=org.freedesktop.DBus --type=method_call \
+                --print-reply /org/freedesktop/DBus org.freedesktop.DBus.ListNames 2>&1 >/dev/null) && return 0
+        [ "$SECONDS" -lt "$end" ] || break
+        sleep 0.05
+    done
+    iplab_die "step 'dbus-daemon answering ($2)': no reply to ListNames on $hd/bus.sock within ${IPLAB_TIMEOUT:-10} s (${why:-timed out})"
 }
 
 # iplab_up DIR [N]
@@ -195,7 +202,7 @@ iplab_up() {
     [ -n "$dir" ] || { iplab_die "usage: up DIR [N]"; return 1; }
     [ "$(id -u)" = 0 ] || { iplab_die "step 'preflight': must run as root"; return 1; }
     local tool
-    for tool in ip dbus-daemon avahi-daemon timeout setsid; do
+    for tool in ip dbus-daemon dbus-send avahi-daemon timeout setsid; do
         command -v "$tool" >/dev/null || { iplab_die "step 'preflight': '$tool' not found (apt-get install iproute2 dbus avahi-daemon)"; return 1; }
     done
     [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 26 ] || { iplab_die "step 'preflight': N must be 2…26"; return 1; }

@@ -19,6 +19,8 @@ public final class SecureLink: @unchecked Sendable {
     private var datagram: DatagramPath?
     private let udp: UDPSocket?
     private let datagramTarget: (host: String, port: UInt16)?
+    /// What crossed this link's UDP path (under `lock`).
+    private var datagramTally = DatagramCounts()
     private var receiveCipher: NoiseCipherState  // used by the single reader only
     /// An error met behind good frames of a batch, reported by the next receive (reader only).
     private var deferredError: Error?
@@ -248,8 +250,19 @@ public final class SecureLink: @unchecked Sendable {
         let sealed: [UInt8]? = lock.withLock { try? datagram?.seal(encoded) }
         guard let sealed else { return false }
         udp.send(sealed, to: target.host, port: target.port)
+        lock.withLock { datagramTally.sent += 1 }
         return true
     }
+
+    /// Datagrams sent on this link's UDP path, and those received for it: delivered, or
+    /// refused (did not authenticate, replayed, or not a frame). Nil without a UDP path.
+    public var datagramCounts: DatagramCounts? {
+        guard udp != nil, datagramTarget != nil else { return nil }
+        return lock.withLock { datagramTally }
+    }
+
+    /// The token this side's datagrams carry (tests forge datagrams with it).
+    var datagramSendToken: [UInt8]? { lock.withLock { datagram?.sendToken } }
 
     /// Delivers authenticated datagram frames to `handler` until the link closes. Forged,
     /// replayed and malformed datagrams are dropped.
@@ -258,10 +271,23 @@ public final class SecureLink: @unchecked Sendable {
         udp.register(token) { [weak self] envelope in
             guard let self else { return }
             let plain: [UInt8]? = self.lock.withLock { try? self.datagram?.open(envelope) }
-            guard let plain, let frame = try? Frame.decode(plain) else { return }
+            guard let plain, let frame = try? Frame.decode(plain) else {
+                self.lock.withLock { self.datagramTally.refused += 1 }
+                return
+            }
+            self.lock.withLock { self.datagramTally.delivered += 1 }
             handler(frame)
         }
     }
+}
+
+/// Datagrams of one link's UDP path.
+public struct DatagramCounts: Sendable, Codable, Equatable {
+    public var sent = 0
+    /// Received, authenticated and handed on.
+    public var delivered = 0
+    /// Received with this path's token but refused: forged, replayed or malformed.
+    public var refused = 0
 }
 
 /// Hands out process-unique link numbers.

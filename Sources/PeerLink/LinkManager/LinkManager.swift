@@ -22,6 +22,11 @@ actor LinkManager {
     private(set) var dialled: [String] = []
     /// The paths the manager knows to have a link (it dials none of them), sorted.
     var linkedPaths: [String] { upkeep.linkedPaths }
+    /// Whether the manager has decided everything it can: it went over its paths since the last
+    /// change, dials nothing now, and waits for no retry; only a new event can make it dial.
+    var settled: Bool {
+        wake != nil && upkeep.nextDeadline(now: Runtime.milliseconds()) == nil && !upkeep.paths.contains { upkeep.isDialling($0) }
+    }
 
     init(peer: PeerID, session: Session) {
         self.peer = peer

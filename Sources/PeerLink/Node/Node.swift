@@ -37,6 +37,8 @@ public actor Node {
     /// and a peer's stream named with the service's prefix goes to it. Throws when another
     /// service has the prefix, or it is not a reserved name (`peerlink/…`).
     package nonisolated func register(_ service: any NodeService) throws { try serviceRegistry.add(service) }
+    /// What became of the latest incoming connections.
+    nonisolated let incomingOutcomes = IncomingOutcomes()
 
     /// - Parameters:
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
@@ -114,15 +116,18 @@ public actor Node {
             link = try await SecureLink.establish(over: conn, initiator: false, identity: identity, hello: hello(for: conn),
                                                   timeout: handshakeTimeout, udp: udp)
         } catch {
+            incomingOutcomes.record(.handshakeFailed("\(error)"))
             return  // hostile or broken dialler: closed by establish
         }
         let first = try? await Node.receive(link, timeout: handshakeTimeout)
         if case .close? = first {
             // A browser that only wanted to learn who we are (PROTOCOL §14.3): nothing to answer.
+            incomingOutcomes.record(.identified(link.remotePeer))
             link.close()
             return
         }
         guard let first, case let .invite(id, timeoutMillis, context) = first else {
+            incomingOutcomes.record(.notAnInvitation(link.remotePeer))
             link.send(.close(reason: .protocolError, text: "expected an invitation"))
             await link.connection.flush()
             link.close()
@@ -135,12 +140,14 @@ public actor Node {
         // Another link of a peer already in one of our sessions (same incarnation of both
         // nodes): it joins without asking the application again.
         if let session = await joinableSession(for: link) {
+            incomingOutcomes.record(.joined(remote))
             link.send(.inviteReply(id: id, answer: .accepted))
             await session.attach(link, initiator: false)
             return
         }
         // Both nodes invited each other at once: the invitation of the smaller peer ID wins.
         if let mine = dialling[remote] {
+            incomingOutcomes.record(.crossed(remote, accepted: !(peerID < remote)))
             if peerID < remote {
                 link.send(.inviteReply(id: id, answer: .crossed))
                 await link.connection.flush()
@@ -152,6 +159,7 @@ public actor Node {
             return
         }
         guard let handler = invitationHandler, pendingInvitations < maxPendingInvitations else {
+            incomingOutcomes.record(.declinedUnasked(remote))
             link.send(.inviteReply(id: id, answer: .declined))
             await link.connection.flush()
             link.close()
@@ -160,6 +168,7 @@ public actor Node {
         pendingInvitations += 1
         let seconds = min(max(Double(timeoutMillis) / 1000, 1), 300)
         let invitation = Invitation(peer: remote, displayName: link.remoteHello.displayName, context: context, timeout: seconds)
+        incomingOutcomes.record(.asked(remote))
         handler(invitation)
         let session = await invitation.decision()
         pendingInvitations -= 1

@@ -508,7 +508,7 @@ package actor PeerChannel {
                 ? (suspectReason[l.id].map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
                 : roles.map { "\($0.0): \($0.1)" }.joined(separator: "; ")
             return LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
-                                rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
+                                datagrams: l.datagramCounts, rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
                                 state: st?.suspect == true ? "suspected" : "up",
                                 carries: roles.map(\.0),
                                 reasons: Dictionary(uniqueKeysWithValues: roles),

@@ -304,6 +304,8 @@ public struct LinkSnapshot: Sendable, Codable {
     public var remote: String
     /// Where unreliable messages of this link go when they fit a datagram ("udp://host:port").
     public var datagram: String?
+    /// What crossed that UDP path so far (nil without one).
+    public var datagrams: DatagramCounts?
     public var rttMillis: UInt64?
     /// Fraction of recent keepalive probes not answered in time.
     public var loss: Double

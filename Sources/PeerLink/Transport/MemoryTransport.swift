@@ -196,6 +196,13 @@ final class MemoryPipe: @unchecked Sendable {
         w?.resume()
     }
 
+    /// The sending end closes: the receiver reads the end after what is queued, unless the
+    /// pipe is blackholed (a silent cut tells the far side nothing, a close included).
+    func closeFromSender() {
+        let silent = lock.withLock { blackholed }
+        if !silent { close() }
+    }
+
     func blackhole() { lock.withLock { blackholed = true; queue.removeAll() } }
 
     func setConditions(_ c: MemoryLinkConditions) { lock.withLock { conditions = c } }
@@ -232,7 +239,7 @@ final class MemoryConnection: MessageConnection, @unchecked Sendable {
     var queuedBytes: Int { 0 }
     func flush() async {}
     func receive() async throws -> [UInt8]? { await inbound.pop() }
-    func close() { out.close(); inbound.close() }
+    func close() { out.closeFromSender(); inbound.close() }
     func blackhole() { out.blackhole(); inbound.blackhole() }
     func setConditions(_ c: MemoryLinkConditions) { out.setConditions(c); inbound.setConditions(c) }
 }

@@ -66,8 +66,12 @@ public struct LinkPolicy: Sendable, Equatable {
     public var lossLimit = 0.2
     /// A carrier is kept unless the new best link has been up this long (no flapping).
     public var dwellMillis: UInt64 = 3000
-    /// …and is at least this much better by the role's measure (0.25 = 25 %).
+    /// …and is at least this much better by the role's measure (0.25 = 25 %)…
     public var margin = 0.25
+    /// …and, where the measure is the round trip, at least this many milliseconds faster:
+    /// round trips are whole milliseconds, and between two links of one LAN 0 against 1 ms
+    /// is noise, not a 100 % gain (two such links swapped the carrier at every probe).
+    public var marginMillis: UInt64 = 5
     /// Classes of link the user would rather not use (metered, or costly in power on a
     /// battery device): used for a role only when no other allowed link is usable.
     public var avoid: Set<LinkClass> = []
@@ -131,6 +135,7 @@ public struct LinkPolicy: Sendable, Equatable {
         let demoted: Bool
         let tier: Int          // lower is preferred
         let measure: Double    // lower is better within a tier
+        let measureIsRTT: Bool // the measure is the round trip in milliseconds
         let why: String
     }
 
@@ -172,7 +177,8 @@ public struct LinkPolicy: Sendable, Equatable {
                 measure = l.loss
                 why += "; loss \(Int(l.loss * 100))% above \(Int(lossLimit * 100))%, last resort (the least lossy goes first)"
             }
-            return Ranked(link: l, demoted: demoted, tier: tier, measure: measure, why: why)
+            let byRTT = !demoted && !(role == .bulk && kind != .lowestLatency)
+            return Ranked(link: l, demoted: demoted, tier: tier, measure: measure, measureIsRTT: byRTT, why: why)
         }
         .sorted { ($0.tier, $0.measure, $0.link.id) < ($1.tier, $1.measure, $1.link.id) }
     }
@@ -190,6 +196,7 @@ public struct LinkPolicy: Sendable, Equatable {
         guard best.link.age >= dwellMillis || (role == .bulk && best.link.negotiated) else { return false }
         if best.tier < kept.tier { return true }
         if best.tier > kept.tier { return false }
+        if best.measureIsRTT && kept.measureIsRTT && kept.measure - best.measure < Double(marginMillis) { return false }
         return best.measure < kept.measure * (1 - margin)
     }
 }
