@@ -115,8 +115,10 @@ mkdir -p /run/dbus
 rm -f /run/dbus/pid /run/dbus/system_bus_socket
 timeout 20 dbus-daemon --system --fork --print-pid=3 3>"$RUN/dbus.pid" ||
     fail dbus "dbus-daemon --system --fork failed"
-for _ in $(seq 50); do [[ -S /run/dbus/system_bus_socket ]] && break; sleep 0.1; done
-[[ -S /run/dbus/system_bus_socket ]] || fail dbus "no /run/dbus/system_bus_socket after 5 s"
+# Ready when it answers, not when its socket file exists (it may not accept yet).
+bus_answers() { timeout 2 dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.ListNames >/dev/null 2>&1; }
+for _ in $(seq 50); do bus_answers && break; sleep 0.1; done
+bus_answers || fail dbus "the system bus gave no answer to ListNames within 5 s"
 
 say "step bluetoothd"
 # With the lab's configuration (JustWorksRepairing = always); waits until every adapter is

@@ -59,7 +59,12 @@ start_bus() {   # a second system bus for node K > 0
     rm -f "$dir/system_bus_socket"
     timeout 20 dbus-daemon --system --address="unix:path=$dir/system_bus_socket" --nopidfile --fork \
         --print-pid=3 3>"$dir/pid" || return 1
-    for _ in $(seq 50); do [[ -S $dir/system_bus_socket ]] && return 0; sleep 0.1; done
+    # Ready when it answers, not when its socket file exists (it may not accept yet).
+    for _ in $(seq 50); do
+        timeout 2 dbus-send --bus="unix:path=$dir/system_bus_socket" --print-reply --dest=org.freedesktop.DBus \
+            /org/freedesktop/DBus org.freedesktop.DBus.ListNames >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
     return 1
 }
 
