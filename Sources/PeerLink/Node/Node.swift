@@ -25,7 +25,8 @@ public actor Node {
     /// Whether to offer UDP for unreliable messages on IP links.
     public nonisolated let datagrams: Bool
     private var invitationHandler: (@Sendable (Invitation) -> Void)?
-    private var pendingInvitations = 0
+    /// The decisions about incoming links (PeerLinkCore).
+    private var desk: InvitationDesk
     /// The discovery info of the running advertiser, told in the hello (PROTOCOL §6 field 5).
     private var advertisedInfo: DiscoveryInfo?
     /// PeerLink's own protocols on this node's sessions (`NodeService`), besides resources.
@@ -54,6 +55,7 @@ public actor Node {
         self.transports = transports
         self.upgraders = upgraders
         self.maxPendingInvitations = maxPendingInvitations
+        self.desk = InvitationDesk(maxPending: maxPendingInvitations)
         self.handshakeTimeout = handshakeTimeout
         self.datagrams = datagrams
         self.token = Runtime.randomBytes(16)
@@ -119,14 +121,7 @@ public actor Node {
             incomingOutcomes.record(.handshakeFailed("\(error)"))
             return  // hostile or broken dialler: closed by establish
         }
-        let first = try? await Node.receive(link, timeout: handshakeTimeout)
-        if case .close? = first {
-            // A browser that only wanted to learn who we are (PROTOCOL §14.3): nothing to answer.
-            incomingOutcomes.record(.identified(link.remotePeer))
-            link.close()
-            return
-        }
-        guard let first, case let .invite(id, timeoutMillis, context) = first else {
+        guard let first = try? await Node.receive(link, timeout: handshakeTimeout) else {
             incomingOutcomes.record(.notAnInvitation(link.remotePeer))
             link.send(.close(reason: .protocolError, text: "expected an invitation"))
             await link.connection.flush()
@@ -134,54 +129,75 @@ public actor Node {
             return
         }
         let remote = link.remotePeer
-        // The peer's first link was just accepted and is still joining the session: its
-        // other links (the peer dials them as soon as it hears the answer) wait for that.
-        if let first = accepting[remote], first.token == link.remoteHello.sessionToken { await first.attached.value }
-        // Another link of a peer already in one of our sessions (same incarnation of both
-        // nodes): it joins without asking the application again.
-        if let session = await joinableSession(for: link) {
-            incomingOutcomes.record(.joined(remote))
-            link.send(.inviteReply(id: id, answer: .accepted))
-            await session.attach(link, initiator: false)
-            return
-        }
-        // Both nodes invited each other at once: the invitation of the smaller peer ID wins.
-        if let mine = dialling[remote] {
-            incomingOutcomes.record(.crossed(remote, accepted: !(peerID < remote)))
-            if peerID < remote {
+        // The decision is the core's (InvitationDesk); this carries it out.
+        while true {
+            let joinable = await joinableSession(for: link)
+            let context = InvitationDesk.Context(localPeer: peerID, remotePeer: remote, remoteToken: link.remoteHello.sessionToken,
+                                                 joiningToken: accepting[remote]?.token, inSessionWithSameIncarnation: joinable != nil,
+                                                 inviting: dialling[remote] != nil, hasHandler: invitationHandler != nil)
+            let decision = desk.decide(first: first, context)
+            guard case let .invite(id, _, invitationContext) = first else {
+                if case .closeQuietly = decision {
+                    // A browser that only wanted to learn who we are (PROTOCOL §14.3): nothing to answer.
+                    incomingOutcomes.record(.identified(remote))
+                    link.close()
+                } else {
+                    incomingOutcomes.record(.notAnInvitation(remote))
+                    link.send(.close(reason: .protocolError, text: "expected an invitation"))
+                    await link.connection.flush()
+                    link.close()
+                }
+                return
+            }
+            switch decision {
+            case .closeQuietly, .refuse:
+                return  // only for frames other than an invitation (above)
+            case .waitForFirstLink:
+                // The peer's first link was just accepted and is still joining the session: its
+                // other links (the peer dials them as soon as it hears the answer) wait for that.
+                await accepting[remote]?.attached.value
+                continue
+            case .join:
+                // Another link of a peer already in one of our sessions (same incarnation of
+                // both nodes): it joins without asking the application again.
+                incomingOutcomes.record(.joined(remote))
+                link.send(.inviteReply(id: id, answer: .accepted))
+                if let joinable { await joinable.attach(link, initiator: false) }
+            case .crossed:
+                incomingOutcomes.record(.crossed(remote, accepted: false))
                 link.send(.inviteReply(id: id, answer: .crossed))
                 await link.connection.flush()
                 link.close()
-            } else {
+            case .acceptIntoInvitingSession:
+                incomingOutcomes.record(.crossed(remote, accepted: true))
                 link.send(.inviteReply(id: id, answer: .accepted))
-                await mine.attach(link, initiator: false)
+                if let mine = dialling[remote] { await mine.attach(link, initiator: false) }
+            case .decline:
+                incomingOutcomes.record(.declinedUnasked(remote))
+                link.send(.inviteReply(id: id, answer: .declined))
+                await link.connection.flush()
+                link.close()
+            case let .ask(seconds):
+                guard let handler = invitationHandler else { desk.answered(); continue }
+                let invitation = Invitation(peer: remote, displayName: link.remoteHello.displayName, context: invitationContext,
+                                            timeout: seconds)
+                incomingOutcomes.record(.asked(remote))
+                handler(invitation)
+                let session = await invitation.decision()
+                desk.answered()
+                link.send(.inviteReply(id: id, answer: session != nil ? .accepted : .declined))
+                if let session {
+                    // Noted before this actor lets another link in, so that none asks again.
+                    let attached = Task { _ = await session.attach(link, initiator: false) }
+                    accepting[remote] = (link.remoteHello.sessionToken, attached)
+                    await attached.value
+                    if accepting[remote]?.attached == attached { accepting[remote] = nil }
+                } else {
+                    await link.connection.flush()
+                    link.close()
+                }
             }
             return
-        }
-        guard let handler = invitationHandler, pendingInvitations < maxPendingInvitations else {
-            incomingOutcomes.record(.declinedUnasked(remote))
-            link.send(.inviteReply(id: id, answer: .declined))
-            await link.connection.flush()
-            link.close()
-            return
-        }
-        pendingInvitations += 1
-        let seconds = min(max(Double(timeoutMillis) / 1000, 1), 300)
-        let invitation = Invitation(peer: remote, displayName: link.remoteHello.displayName, context: context, timeout: seconds)
-        incomingOutcomes.record(.asked(remote))
-        handler(invitation)
-        let session = await invitation.decision()
-        pendingInvitations -= 1
-        link.send(.inviteReply(id: id, answer: session != nil ? .accepted : .declined))
-        if let session {
-            // Noted before this actor lets another link in, so that none asks again.
-            let attached = Task { _ = await session.attach(link, initiator: false) }
-            accepting[remote] = (link.remoteHello.sessionToken, attached)
-            await attached.value
-            if accepting[remote]?.attached == attached { accepting[remote] = nil }
-        } else {
-            await link.connection.flush()
-            link.close()
         }
     }
 
