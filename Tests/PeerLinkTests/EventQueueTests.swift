@@ -73,3 +73,27 @@ private func eventNumber(_ e: Session.Event?) -> Int? {
     guard case let .message(_, b, _)? = e, b.count == 2 else { return nil }
     return Int(b[0]) | Int(b[1]) << 8
 }
+
+/// The same queue for a stream's bytes: what was pushed is read before the end, and the end
+/// says how the stream ended.
+final class StreamBufferTests: XCTestCase {
+    func testAFinishedBufferDrainsThenEndsOrThrows() async throws {
+        let clean = StreamBuffer()
+        clean.push([1]); clean.push([2])
+        clean.finish()
+        clean.push([3])  // after the end: ignored
+        var got: [[UInt8]] = []
+        while let chunk = try await clean.next() { got.append(chunk) }
+        XCTAssertEqual(got, [[1], [2]])
+
+        let failed = StreamBuffer()
+        let waiting = Task { () -> String in
+            do { _ = try await failed.next(); return "no error" } catch { return "\(error)" }
+        }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        failed.finish(.resourceFailed("stream cancelled by the sender"))
+        let why = try await within(10, "the waiting reader to learn the end") { await waiting.value }
+        XCTAssertEqual(why, "transfer failed: stream cancelled by the sender")
+    }
+}
+

@@ -77,42 +77,6 @@ public final class OutgoingStream: Sendable {
 }
 
 /// A queue of chunks with one reader.
-final class StreamBuffer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var chunks: [[UInt8]] = []
-    private var ended = false
-    private var failure: PeerLinkError?
-    private var waiter: CheckedContinuation<Void, Never>?
-
-    func push(_ c: [UInt8]) { wake { chunks.append(c) } }
-    func finish(_ error: PeerLinkError? = nil) { wake { ended = true; failure = error } }
-
-    private func wake(_ change: () -> Void) {
-        let w: CheckedContinuation<Void, Never>? = lock.withLock { change(); defer { waiter = nil }; return waiter }
-        w?.resume()
-    }
-
-    func next() async throws -> [UInt8]? {
-        while true {
-            let r: Result<[UInt8]?, PeerLinkError>? = lock.withLock {
-                if !chunks.isEmpty { return .success(chunks.removeFirst()) }
-                if ended { return failure.map { .failure($0) } ?? .success(nil) }
-                return nil
-            }
-            if let r { return try r.get() }
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now: Bool = lock.withLock {
-                    if !chunks.isEmpty || ended { return true }
-                    waiter = c
-                    return false
-                }
-                if now { c.resume() }
-            }
-        }
-    }
-}
-
-/// File names from the network are reduced to one safe path component.
 enum SafeFileName {
     static func from(_ raw: String) -> String {
         let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
