@@ -2,6 +2,7 @@ import Foundation
 @preconcurrency import Crypto
 import PeerLinkCore
 import PeerLinkWire
+import Synchronization
 
 /// A link after a successful Noise XX handshake: both sides know each other's peer ID for
 /// certain, and every frame is encrypted and authenticated.
@@ -291,16 +292,14 @@ public struct DatagramCounts: Sendable, Codable, Equatable {
 }
 
 /// Hands out process-unique link numbers.
-final class LinkCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: LinkID = 0
-    func next() -> LinkID { lock.withLock { value += 1; return value } }
+final class LinkCounter: Sendable {
+    private let value = Atomic<LinkID>(0)
+    func next() -> LinkID { value.wrappingAdd(1, ordering: .relaxed).newValue }
 }
 
 /// A one-way flag shared between tasks.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }

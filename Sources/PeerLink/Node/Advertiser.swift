@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Makes a node discoverable for a service and hands its invitations to the application.
 public final class Advertiser: Sendable {
@@ -166,38 +167,42 @@ public final class Browser: Sendable {
 }
 
 /// Holds the current discovery handle and stops the previous one when replaced.
-final class HandleBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var handle: DiscoveryHandle?
+final class HandleBox: Sendable {
+    private let handle = Mutex<DiscoveryHandle?>(nil)
     /// Replaces the handle and stops the previous one (may block: call off the pool).
-    func set(_ h: DiscoveryHandle?) {
-        let old = lock.withLock { () -> DiscoveryHandle? in defer { handle = h }; return handle }
+    func set(_ h: sending DiscoveryHandle?) {
+        let old = handle.withLock { current -> sending DiscoveryHandle? in
+            let previous = current
+            current = h
+            return previous
+        }
         old?.stop()
     }
     /// Removes the handle without stopping it, for the caller to stop elsewhere.
     func take() -> DiscoveryHandle? {
-        lock.withLock { defer { handle = nil }; return handle }
+        handle.withLock { current -> sending DiscoveryHandle? in
+            let previous = current
+            current = nil
+            return previous
+        }
     }
 }
 
 /// Callbacks registered on a browser.
-final class ObserverList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [@Sendable (DiscoveryEvent) -> Void] = []
-    func add(_ o: @escaping @Sendable (DiscoveryEvent) -> Void) { lock.withLock { list.append(o) } }
-    func all() -> [@Sendable (DiscoveryEvent) -> Void] { lock.withLock { list } }
+final class ObserverList: Sendable {
+    private let list = Mutex<[@Sendable (DiscoveryEvent) -> Void]>([])
+    func add(_ o: @escaping @Sendable (DiscoveryEvent) -> Void) { list.withLock { $0.append(o) } }
+    func all() -> [@Sendable (DiscoveryEvent) -> Void] { list.withLock { $0 } }
 }
 
 /// The browser's merged records, shared by the backends' callbacks.
-final class RecordsBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var records = PeerRecords()
-    private var stopped = false
+final class RecordsBox: Sendable {
+    private let state = Mutex<(records: PeerRecords, stopped: Bool)>((PeerRecords(), false))
     /// Applies a backend's event and reports the merged one, under the lock so that merged
     /// events keep their order. Nothing is reported after `stop()`.
     func apply(_ e: DiscoveryEvent, from source: Int, report: (DiscoveryEvent) -> Void) {
-        lock.withLock { if !stopped, let merged = records.apply(e, from: source) { report(merged) } }
+        state.withLock { s in if !s.stopped, let merged = s.records.apply(e, from: source) { report(merged) } }
     }
-    func stop() { lock.withLock { stopped = true } }
-    var isStopped: Bool { lock.withLock { stopped } }
+    func stop() { state.withLock { $0.stopped = true } }
+    var isStopped: Bool { state.withLock { $0.stopped } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What a node made of one incoming connection: why it ended before the handshake finished,
 /// or what the node decided about the link.
@@ -21,17 +22,17 @@ enum IncomingOutcome: Equatable, Sendable {
 
 /// The latest outcomes of a node's incoming connections, oldest first (at most `capacity`):
 /// the record tests read to know that a decision was made, and which.
-final class IncomingOutcomes: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [IncomingOutcome] = []
+final class IncomingOutcomes: Sendable {
+    private let items = Mutex<[IncomingOutcome]>([])
     let capacity = 64
 
     func record(_ o: IncomingOutcome) {
-        lock.withLock {
+        let capacity = self.capacity
+        items.withLock { items in
             items.append(o)
             if items.count > capacity { items.removeFirst(items.count - capacity) }
         }
     }
 
-    var all: [IncomingOutcome] { lock.withLock { items } }
+    var all: [IncomingOutcome] { items.withLock { $0 } }
 }

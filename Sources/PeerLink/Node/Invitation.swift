@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An invitation from a remote peer, handed to the application by an `Advertiser`.
 /// Answer it once with `accept(into:)` or `decline()`; unanswered, it is declined when its
@@ -32,28 +33,25 @@ public final class Invitation: Sendable {
 }
 
 /// A value set once and awaited by one or more tasks.
-final class OneShot<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: T?
-    private var done = false
-    private var waiters: [CheckedContinuation<T, Never>] = []
+final class OneShot<T: Sendable>: Sendable {
+    private let state = Mutex<(result: T?, done: Bool, waiters: [CheckedContinuation<T, Never>])>((nil, false, []))
 
     func fulfil(_ v: T) {
-        let w: [CheckedContinuation<T, Never>] = lock.withLock {
-            guard !done else { return [] }
-            done = true
-            result = v
-            defer { waiters.removeAll() }
-            return waiters
+        let w: [CheckedContinuation<T, Never>] = state.withLock { s in
+            guard !s.done else { return [] }
+            s.done = true
+            s.result = v
+            defer { s.waiters.removeAll() }
+            return s.waiters
         }
         for c in w { c.resume(returning: v) }
     }
 
     func value() async -> T {
         await withCheckedContinuation { c in
-            let v: T?? = lock.withLock {
-                if done { return .some(result) }
-                waiters.append(c)
+            let v: T?? = state.withLock { s in
+                if s.done { return .some(s.result) }
+                s.waiters.append(c)
                 return .none
             }
             if case let .some(r) = v, let r { c.resume(returning: r) }

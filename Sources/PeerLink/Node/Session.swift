@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A group of connected peers exchanging messages, resources and streams.
 ///
@@ -263,38 +264,35 @@ public final class Session: Sendable {
 }
 
 /// Whether a session stands by: `begin` and `end` each return true when they change it.
-final class StandingBy: @unchecked Sendable {
-    private let lock = NSLock()
-    private var on = false
-    func begin() -> Bool { lock.withLock { defer { on = true }; return !on } }
-    func end() -> Bool { lock.withLock { defer { on = false }; return on } }
+final class StandingBy: Sendable {
+    private let on = Mutex(false)
+    func begin() -> Bool { on.withLock { o in defer { o = true }; return !o } }
+    func end() -> Bool { on.withLock { o in defer { o = false }; return o } }
 }
 
 /// The channels of a session, by peer.
-final class ChannelRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var channels: [PeerID: PeerChannel] = [:]
-    func channel(for p: PeerID) -> PeerChannel? { lock.withLock { channels[p] } }
-    func set(_ c: PeerChannel, for p: PeerID) { lock.withLock { channels[p] = c } }
-    func remove(_ c: PeerChannel) { lock.withLock { if channels[c.peer] === c { channels[c.peer] = nil } } }
-    func all() -> [PeerChannel] { lock.withLock { Array(channels.values) } }
+final class ChannelRegistry: Sendable {
+    private let channels = Mutex<[PeerID: PeerChannel]>([:])
+    func channel(for p: PeerID) -> PeerChannel? { channels.withLock { $0[p] } }
+    func set(_ c: PeerChannel, for p: PeerID) { channels.withLock { $0[p] = c } }
+    func remove(_ c: PeerChannel) { channels.withLock { if $0[c.peer] === c { $0[c.peer] = nil } } }
+    func all() -> [PeerChannel] { channels.withLock { Array($0.values) } }
 }
 
 /// The link managers of a session, by peer.
-final class ManagerRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var managers: [PeerID: LinkManager] = [:]
+final class ManagerRegistry: Sendable {
+    private let managers = Mutex<[PeerID: LinkManager]>([:])
     func get(_ p: PeerID, session: Session) -> LinkManager {
-        lock.withLock {
-            if let m = managers[p] { return m }
-            let m = LinkManager(peer: p, session: session)
-            managers[p] = m
-            return m
+        managers.withLock { m in
+            if let existing = m[p] { return existing }
+            let made = LinkManager(peer: p, session: session)
+            m[p] = made
+            return made
         }
     }
-    func existing(_ p: PeerID) -> LinkManager? { lock.withLock { managers[p] } }
-    func remove(_ p: PeerID) -> LinkManager? { lock.withLock { managers.removeValue(forKey: p) } }
-    var count: Int { lock.withLock { managers.count } }
+    func existing(_ p: PeerID) -> LinkManager? { managers.withLock { $0[p] } }
+    func remove(_ p: PeerID) -> LinkManager? { managers.withLock { $0.removeValue(forKey: p) } }
+    var count: Int { managers.withLock { $0.count } }
 }
 
 /// One link as `peerlink links` shows it.

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLinkCore
+import Synchronization
 
 /// The kind of radio or network a link runs over: a name ("tcp", "rfcomm", "wifi-direct") and
 /// the traits its plug-in declared. Media are open: a new medium declares itself with
@@ -89,27 +90,25 @@ public struct MediumTraits: Sendable, Equatable {
 }
 
 /// The process-wide table of declared media.
-final class MediumRegistry: @unchecked Sendable {
+final class MediumRegistry: Sendable {
     static let shared = MediumRegistry()
-    private let lock = NSLock()
-    private var table: [String: MediumTraits] = [:]
-    private var order: [String] = []
+    private let state = Mutex<(table: [String: MediumTraits], order: [String])>(([:], []))
 
     func register(_ name: String, _ traits: MediumTraits) {
-        lock.withLock {
-            if table.updateValue(traits, forKey: name) == nil { order.append(name) }
+        state.withLock { s in
+            if s.table.updateValue(traits, forKey: name) == nil { s.order.append(name) }
         }
     }
 
     func traits(of name: String) -> MediumTraits {
-        if let t = lock.withLock({ table[name] }) { return t }
+        if let t = state.withLock({ $0.table[name] }) { return t }
         // The built-ins register when first named; make sure they have been.
         _ = (Medium.tcp, Medium.udp, Medium.rfcomm, Medium.l2cap, Medium.memory)
-        return lock.withLock { table[name] } ?? .unknown
+        return state.withLock { $0.table[name] } ?? .unknown
     }
 
     func names() -> [String] {
         _ = (Medium.tcp, Medium.udp, Medium.rfcomm, Medium.l2cap, Medium.memory)
-        return lock.withLock { order }
+        return state.withLock { $0.order }
     }
 }
