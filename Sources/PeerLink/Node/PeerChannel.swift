@@ -537,7 +537,7 @@ actor PeerChannel {
             if needed > usable {
                 writer.discard()
                 offers[offer.stream] = nil
-                let reason = ResourceError.noSpace(needed: needed, available: usable)
+                let reason = ResourceError.noSpace(needed: needed, available: usable, margin: keepFree)
                 core.refuseResource(offer.stream, error: reason, now: Clock.now())
                 process()
                 throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
