@@ -58,12 +58,17 @@ struct NodeOptions: ParsableArguments {
     }
 
     /// Loads (or creates) the identity and builds a node on the chosen media; returns the
-    /// plan too, for the discovery backends that go with it.
-    func makeNode() throws -> (Node, IdentityStore, MediaPlan) {
-        let plan = try MediaPlan.make(media: media, adapter: adapter, wifi: wifi, bluetooth: bluetoothTransports)
+    /// plan too, for the discovery backends that go with it. The key file and the display name
+    /// are read on a thread of their own while bluetoothd is asked for its adapters: neither
+    /// waits for the other.
+    func makeNode() async throws -> (Node, IdentityStore, MediaPlan) {
         let store = IdentityStore(directory: configDir)
-        let identity = try store.loadOrCreate().identity
-        let display = name ?? store.displayName()
+        let wanted = name
+        async let local = BlockingCall.run("pl.identity") { () throws -> (Identity, String) in
+            (try store.loadOrCreate().identity, wanted ?? store.displayName())
+        }
+        let plan = try MediaPlan.make(media: media, adapter: adapter, wifi: wifi, bluetooth: bluetoothTransports)
+        let (identity, display) = try await local
         do {
             return (try Node(identity: identity, displayName: display, transports: plan.transports, upgraders: plan.upgraders), store, plan)
         } catch {
