@@ -22,6 +22,10 @@
 #   --quiet            show only COMMAND's output and the outcome (the whole console is
 #                      still saved to console.log in the results directory)
 #
+# Environment: PEERLINK_LAB_BTVIRT, the controller emulator to run (default: the lab's patched
+# build from scripts/setup-bt-lab.sh; `btvirt` runs Debian's packaged one, whose pairing state
+# goes stale: Hardware/bt-lab/README.md, "The emulator's pairing state").
+#
 # Exit status: COMMAND's (124 when it timed out); 125 when the lab itself failed (the failing
 # step is printed); 2 for usage errors.
 #
@@ -36,6 +40,7 @@ set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAB="$REPO/Hardware/bt-lab"
 VENV="${PEERLINK_LAB_DIR:-/opt/peerlink-lab}/venv"
+BTVIRT="${PEERLINK_LAB_BTVIRT:-${PEERLINK_LAB_DIR:-/opt/peerlink-lab}/btvirt/btvirt}"
 T_START=${EPOCHREALTIME/./}
 
 say() { printf '[bt-lab] %s\n' "$*" >&2; }
@@ -80,6 +85,8 @@ esac
 # ---- host checks ------------------------------------------------------------------------
 "$REPO/scripts/setup-bt-lab.sh" --check >/dev/null 2>&1 ||
     lab_fail host-check "lab not installed: run scripts/setup-bt-lab.sh (as root) first"
+command -v "$BTVIRT" >/dev/null ||
+    lab_fail host-check "no controller emulator at $BTVIRT: run scripts/setup-bt-lab.sh (as root)"
 KERNEL=${PEERLINK_LAB_KERNEL:-$(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)}
 [[ -n $KERNEL && -r $KERNEL ]] || lab_fail host-check "no readable /boot/vmlinuz-*-amd64 (install linux-image-amd64)"
 if grep -qwE 'vmx|svm' /proc/cpuinfo && [[ -w /dev/kvm ]]; then
@@ -108,9 +115,9 @@ mkdir -p "$RESULTS/.lab"
 # Worst case: boot (~40 s cold, TCG) + setup (~25 s, up to ~2 min with btvirt retries) +
 # command + log collection and shutdown.
 HOST_TIMEOUT=$((TIMEOUT + 420))
-say "mode=$MODE accel=$ACCEL_NAME kernel=$(basename "$KERNEL") controllers=$CONTROLLERS radios=$RADIOS timeout=${TIMEOUT}s results=$RESULTS"
+say "mode=$MODE accel=$ACCEL_NAME kernel=$(basename "$KERNEL") controllers=$CONTROLLERS radios=$RADIOS btvirt=$BTVIRT timeout=${TIMEOUT}s results=$RESULTS"
 
-GUEST_CMD=$(printf 'exec /bin/bash %q %q %q %q %q %q %q' "$LAB/guest-run.sh" "$RESULTS" "$CONTROLLERS" "$TIMEOUT" "$KEEP_TRACE" "$TRACE" "$RADIOS")
+GUEST_CMD=$(printf 'exec /bin/bash %q %q %q %q %q %q %q %q' "$LAB/guest-run.sh" "$RESULTS" "$CONTROLLERS" "$TIMEOUT" "$KEEP_TRACE" "$TRACE" "$RADIOS" "$BTVIRT")
 
 # QEMU reopens its stdout: give it a pipe, never a file. The filter below timestamps the
 # '@@bt-lab stage' markers with the host clock and saves the console.

@@ -75,6 +75,9 @@ expect_error "adapter without Bluetooth media" "--adapter needs --media bluetoot
 expect_error "unknown medium to avoid" "--avoid 'radio' is not known; use ip or bluetooth" chat --service demo --peer x --media ip --avoid radio
 expect_error "unknown media" "is not known; use one of: auto, ip, bluetooth, wifi-direct, all" browse --service demo --media carrier-pigeon
 expect_error "wifi-direct alone" "negotiated inside a session on another medium" browse --service demo --media wifi-direct
+expect_error "unknown Bluetooth transport" "--bluetooth-transports: 'sco' is not known; use rfcomm, l2cap or le" browse --service demo --media bluetooth --bluetooth-transports rfcomm,sco
+expect_error "l2cap and le together" "l2cap and le exclude each other" browse --service demo --media bluetooth --bluetooth-transports l2cap,le
+expect_error "Bluetooth transports without Bluetooth media" "--bluetooth-transports needs --media bluetooth, all or auto" browse --service demo --media ip --bluetooth-transports le
 expect_error "--wifi without wifi-direct" "--wifi needs --media wifi-direct, all or auto" browse --service demo --media ip --wifi wlan0
 expect_error "auto in a list" "auto and all stand alone" browse --service demo --media auto,ip
 expect_error "send: missing file" "no such file" send "$work/nope.bin" --to alpha

@@ -5,8 +5,9 @@
 #   scripts/setup-bt-lab.sh            # install if missing
 #   scripts/setup-bt-lab.sh --check    # report only, exit 1 if something is missing
 #
-# Environment: PEERLINK_LAB_DIR (default /opt/peerlink-lab) holds the virtme-ng venv and the
-# unpacked NetworkManager (networkmanager/, or PEERLINK_LAB_NM_DIR).
+# Environment: PEERLINK_LAB_DIR (default /opt/peerlink-lab) holds the virtme-ng venv, the
+# unpacked NetworkManager (networkmanager/, or PEERLINK_LAB_NM_DIR) and the lab's btvirt
+# (btvirt/btvirt: BlueZ's controller emulator with Hardware/bt-lab/btvirt-repeat-pairing.patch).
 set -euo pipefail
 
 LAB_DIR="${PEERLINK_LAB_DIR:-/opt/peerlink-lab}"
@@ -18,6 +19,8 @@ VNG_VERSION="${PEERLINK_VNG_VERSION:-1.42}"
 # Wi-Fi lab. Installing starts no daemon without systemd (Debian ships hostapd.service masked).
 APT_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools dbus
               python3-dbus python3-venv wpasupplicant iw hostapd
+              # to build the lab's btvirt from Debian's bluez source (below)
+              gcc libc6-dev dpkg-dev patch xz-utils
               # libraries the unpacked NetworkManager loads (below); libraries start nothing
               libaudit1 libbluetooth3 libcurl3-gnutls libdbus-1-3 libglib2.0-0 libgnutls30 libjansson4
               libpsl5 libreadline8 libselinux1 libslang2 libsystemd0 libudev1)
@@ -152,6 +155,65 @@ else
     nm_ok || { log "NetworkManager in $NM_DIR still lacks libraries: $(nm_missing_libs | tr '\n' ' ')"; exit 1; }
 fi
 
+# The lab's btvirt: BlueZ's controller emulator built from Debian's source of the installed
+# bluez with one patch (Hardware/bt-lab/btvirt-repeat-pairing.patch). The packaged btvirt
+# skips the responder's IO Capability Request in every pairing after its first, so one side
+# stores a bond the other lacks and BlueZ's default configuration then refuses the pair: not
+# what two real controllers do (Hardware/bt-lab/README.md, "The emulator's pairing state").
+# Rebuilt when the installed bluez or the patch changes (BTVIRT_DIR/.source says which).
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BTVIRT_DIR="$LAB_DIR/btvirt"
+BTVIRT_PATCH="$REPO/Hardware/bt-lab/btvirt-repeat-pairing.patch"
+btvirt_source() {   # what the built btvirt must come from
+    printf 'bluez=%s patch=%s\n' "$(dpkg-query -W -f='${Version}' bluez 2>/dev/null)" "$(sha256sum <"$BTVIRT_PATCH" | cut -c1-16)"
+}
+btvirt_ok() { [[ -x $BTVIRT_DIR/btvirt && "$(cat "$BTVIRT_DIR/.source" 2>/dev/null)" == "$(btvirt_source)" ]]; }
+
+if btvirt_ok; then
+    log "lab btvirt present: $BTVIRT_DIR/btvirt ($(cat "$BTVIRT_DIR/.source"))"
+else
+    if ((check_only)); then log "lab btvirt missing or stale in $BTVIRT_DIR (want $(btvirt_source))"; exit 1; fi
+    version=$(dpkg-query -W -f='${Version}' bluez)
+    log "building btvirt from Debian's bluez $version source with $(basename "$BTVIRT_PATCH")"
+    src=$(mktemp -d "${TMPDIR:-/tmp}/peerlink-bluez-src.XXXXXX")
+    chmod 777 "$src"   # apt's _apt user downloads into it
+    mkdir -p "$src/lists/partial"
+    # A private source list and index: the host's apt configuration is left as it is.
+    printf 'deb-src http://deb.debian.org/debian %s main\n' bookworm bookworm-updates >"$src/sources.list"
+    printf 'deb-src http://deb.debian.org/debian-security bookworm-security main\n' >>"$src/sources.list"
+    apt_src=(-q -o Dir::Etc::SourceList="$src/sources.list" -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$src/lists")
+    built=0
+    if $SUDO apt-get "${apt_src[@]}" update >"$src/apt.log" 2>&1 &&
+       { ( cd "$src" && $SUDO apt-get "${apt_src[@]}" source "bluez=$version" ) >>"$src/apt.log" 2>&1 ||
+         ( cd "$src" && $SUDO apt-get "${apt_src[@]}" source bluez ) >>"$src/apt.log" 2>&1; }; then
+        tree=$(ls -d "$src"/bluez-*/ 2>/dev/null | head -n 1)
+        if [[ -n $tree ]] && ( cd "$tree" && $SUDO patch -p1 --forward <"$BTVIRT_PATCH" ) >>"$src/apt.log" 2>&1; then
+            printf '#define VERSION "%s"\n' "$version" | $SUDO tee "$tree/config.h" >/dev/null
+            # btvirt's sources (BlueZ's Makefile.tools) and the parts of src/shared and lib it uses
+            if ( cd "$tree" && $SUDO gcc -O2 -w -DHAVE_CONFIG_H -I. -o "$src/btvirt" \
+                    emulator/main.c emulator/serial.c emulator/server.c emulator/vhci.c emulator/btdev.c \
+                    emulator/bthost.c emulator/smp.c emulator/phy.c emulator/amp.c emulator/le.c \
+                    src/shared/mainloop.c src/shared/mainloop-notify.c src/shared/io-mainloop.c \
+                    src/shared/timeout-mainloop.c src/shared/util.c src/shared/queue.c src/shared/crypto.c \
+                    src/shared/ecc.c lib/bluetooth.c lib/hci.c ) >>"$src/apt.log" 2>&1; then
+                $SUDO mkdir -p "$BTVIRT_DIR"
+                $SUDO install -m 755 "$src/btvirt" "$BTVIRT_DIR/btvirt"
+                btvirt_source | $SUDO tee "$BTVIRT_DIR/.source" >/dev/null
+                built=1
+            fi
+        fi
+    fi
+    if ((!built)); then
+        log "building the lab's btvirt failed; the last lines of its log:"
+        tail -n 15 "$src/apt.log" >&2
+        $SUDO rm -rf "$src"
+        exit 1
+    fi
+    $SUDO rm -rf "$src"
+    btvirt_ok || { log "btvirt built but $BTVIRT_DIR/.source does not match"; exit 1; }
+    log "lab btvirt built: $BTVIRT_DIR/btvirt"
+fi
+
 # The stock kernel image must be readable by the user running qemu (Debian makes it 0600).
 for k in /boot/vmlinuz-*-amd64; do
     if [[ ! -r "$k" ]]; then
@@ -159,4 +221,4 @@ for k in /boot/vmlinuz-*-amd64; do
         $SUDO chmod a+r "$k"
     fi
 done
-log "ready: vng=$VENV/bin/vng kernel=$(ls -1 /boot/vmlinuz-*-amd64 | sort -V | tail -1)"
+log "ready: vng=$VENV/bin/vng btvirt=$BTVIRT_DIR/btvirt kernel=$(ls -1 /boot/vmlinuz-*-amd64 | sort -V | tail -1)"

@@ -14,8 +14,13 @@
 # hci12↔hci13 the RFCOMM and L2CAP session tests, hci14↔hci15 the smoke suite (btvirt crosses
 # ACL handles when one controller has links to two others, so each scenario has its own pair).
 #
-# Usage: scripts/test-bt.sh [--smoke] [--no-le] [--measure] [--filter TEST] [--controllers N] [--results DIR] [--keep-trace]
+# With --repeat it runs the `repeat` lines instead, in a boot of their own with four
+# controllers: the same two nodes meeting again and again with the CLI in fresh processes
+# (BluetoothRepeatSessionLabTests; scripts/test-bt-repeat.sh runs it so).
+#
+# Usage: scripts/test-bt.sh [--smoke | --repeat] [--no-le] [--measure] [--filter TEST] [--controllers N] [--results DIR] [--keep-trace]
 #   --smoke       also run the smoke suite (Hardware/bt-lab/smoke.py) in the same boot, first
+#   --repeat      the repeat-session lines of Tests/lab-groups.txt (four controllers)
 #   --no-le       leave out the L2CAP LE test
 #   --measure     also run test9L2CAPMessageSizes (which SDU sizes the emulator delivers)
 #   --filter T    one XCTest filter instead of the groups, e.g.
@@ -30,7 +35,7 @@ cd "$(dirname "$0")/.."
 SCRATCH=${SCRATCH:-.build-bt}
 TIMEOUT=${BT_TIMEOUT:-840}
 GROUP_TIMEOUT=${BT_GROUP_TIMEOUT:-420}
-mapfile -t GROUPS_RUN < <(awk '!/^[[:space:]]*(#|$)/ && $1 == "bt" {print $2}' Tests/lab-groups.txt)
+STEP=bt
 CONTROLLERS=16
 MEASURE=0
 LE=1
@@ -40,19 +45,23 @@ LAB_ARGS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         --smoke) SMOKE=(--smoke 14 15); PARTS+=(--part smoke) ;;
+        --repeat) STEP=repeat; CONTROLLERS=4 ;;
         --measure) MEASURE=1 ;;
         --le) LE=1 ;;  # the default; kept so older command lines still work
         --no-le) LE=0 ;;
-        --filter) GROUPS_RUN=("${2:?--filter needs a test name}"); shift ;;
+        --filter) FILTER=${2:?--filter needs a test name}; shift ;;
         --controllers) CONTROLLERS=${2:?--controllers needs a number}; shift ;;
         --results) LAB_ARGS+=(--results "${2:?--results needs a directory}"); shift ;;
         --keep-trace) LAB_ARGS+=(--keep-trace) ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "test-bt: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
-((${#GROUPS_RUN[@]})) || { echo "test-bt: no bt groups in Tests/lab-groups.txt"; echo "0 passed, 1 failed"; exit 1; }
+if [[ -n ${FILTER:-} ]]; then GROUPS_RUN=("$FILTER"); else
+    mapfile -t GROUPS_RUN < <(awk -v step="$STEP" '!/^[[:space:]]*(#|$)/ && $1 == step {print $2}' Tests/lab-groups.txt)
+fi
+((${#GROUPS_RUN[@]})) || { echo "test-bt: no $STEP groups in Tests/lab-groups.txt"; echo "0 passed, 1 failed"; exit 1; }
 if ((${#SMOKE[@]})) && ((CONTROLLERS < 16)); then echo "test-bt: --smoke needs 16 controllers"; exit 2; fi
 
 echo "[test-bt] building the test bundle (swift build --build-tests --scratch-path $SCRATCH)"

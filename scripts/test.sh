@@ -8,12 +8,13 @@
 #      the scenario library of the transport-selection harness (scenarios/, reports in results/harness),
 #      the same library in the IP lab (scripts/harness-iplab.sh, reports in results/harness-iplab),
 #      and the CLI's answers to bad input (scripts/cli-checks.sh)
-#   4. every fuzz target for a bounded time (scripts/fuzz.sh)
-#   5. the Bluetooth lab in a VM: the smoke suite, then the Bluetooth tests (scripts/test-bt.sh),
-#      unless PEERLINK_SKIP_BT_LAB=1
-#   6. the Wi-Fi lab in a VM (scripts/test-wifi.sh): Wi-Fi Direct and soft-AP through
-#      wpa_supplicant on two hwsim radios, set-ups that fail, doctor's Wi-Fi section, the
-#      upgrade end to end, and the harness's upgrade scenario on the lab's radios; same condition
+#   4. the Bluetooth lab in two VMs at once, unless PEERLINK_SKIP_BT_LAB=1: the smoke suite and
+#      the Bluetooth tests (scripts/test-bt.sh --smoke), and the same two nodes meeting again
+#      and again with the CLI in fresh processes (scripts/test-bt.sh --repeat)
+#   5. the Wi-Fi lab in a VM (scripts/test-wifi.sh --harness): Wi-Fi Direct and soft-AP
+#      through wpa_supplicant on two hwsim radios, set-ups that fail, doctor's Wi-Fi section,
+#      the upgrade end to end, and the harness's upgrade scenario on the lab's radios; beside
+#      it, every fuzz target for a bounded time (scripts/fuzz.sh)
 #
 # A step passes only when its command exits 0 within its time limit AND ends with a line
 # "N passed, 0 failed". XCTest runs are judged by scripts/ci/xctest_verdict.py: a crash, a
@@ -35,14 +36,56 @@ T0=$SECONDS
 # the step whatever the counts say.
 run_step() {
     local name=$1 limit=$2 show=$3; shift 3
-    local log="$logs/$name.log" t=$SECONDS rc line
+    local t=$SECONDS
     if [[ -n $show ]]; then
-        timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$log" | grep --line-buffered -E -- "$show"
+        timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$logs/$name.log" | grep --line-buffered -E -- "$show"
     else
-        timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$log"
+        timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
     fi
-    rc=${PIPESTATUS[0]}
-    times+=("$(printf '%-16s %4d s (limit %d s)' "$name" $((SECONDS - t)) "$limit")")
+    echo "${PIPESTATUS[0]}" >"$logs/$name.rc"
+    echo $((SECONDS - t)) >"$logs/$name.secs"
+    judge_step "$name" "$limit"
+}
+
+# run_together NAME:LIMIT:SHOW CMD... -- NAME:LIMIT:SHOW CMD... — runs steps at the same time
+# (a lab VM uses one core of the emulated CPU; the other step uses the other core), then shows
+# and judges each in turn as run_step does. Each step is its name, limit and SHOW regex joined
+# by the first two colons, then its command; steps are separated by `--`.
+run_together() {
+    local names=() specs=() spec="" cmd=()
+    launch() {
+        local name=${spec%%:*} rest=${spec#*:}
+        local limit=${rest%%:*} show=${rest#*:}
+        names+=("$name"); specs+=("$limit" "$show")
+        (
+            t=$SECONDS
+            timeout --kill-after=20 "$limit" "${cmd[@]}" >"$logs/$name.log" 2>&1
+            echo $? >"$logs/$name.rc"
+            echo $((SECONDS - t)) >"$logs/$name.secs"
+        ) &
+    }
+    spec=$1; shift
+    while [[ $# -gt 0 ]]; do
+        if [[ $1 == -- ]]; then launch; cmd=(); shift; spec=$1; shift; continue; fi
+        cmd+=("$1"); shift
+    done
+    launch
+    echo "[test] running together: ${names[*]} (outputs follow when all have ended)"
+    wait
+    local i
+    for i in "${!names[@]}"; do
+        step "${names[$i]} (ran together with the others)"
+        local show=${specs[$((2 * i + 1))]}
+        if [[ -n $show ]]; then grep -E -- "$show" "$logs/${names[$i]}.log"; else cat "$logs/${names[$i]}.log"; fi
+        judge_step "${names[$i]}" "${specs[$((2 * i))]}"
+    done
+}
+
+# judge_step NAME LIMIT — counts a finished step from $logs/NAME.{log,rc,secs}.
+judge_step() {
+    local name=$1 limit=$2 log="$logs/$1.log" rc line
+    rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 255)
+    times+=("$(printf '%-16s %4d s (limit %d s)' "$name" "$(cat "$logs/$name.secs" 2>/dev/null || echo 0)" "$limit")")
     line=$(grep -E "^(summary: )?[0-9]+ passed, [0-9]+ failed" "$log" | tail -1 | sed 's/^summary: //')
     if ((rc == 124 || rc == 137)); then
         add_fail "$name" "timed out after $limit s; its last lines:" "$log"
@@ -104,17 +147,23 @@ echo "reports: results/harness-iplab/"
 step "CLI: bad input gets a clear error"
 run_step cli 150 "^(FAIL|fail)|passed, " "$here/cli-checks.sh" "$BIN/peerlink"
 
-step "fuzzing (${FUZZ_SECONDS} s per target)"
-run_step fuzz 1200 "^(ok|FAIL|fail)|passed, |crash|ERROR" "$here/fuzz.sh" "$FUZZ_SECONDS"
-
+FUZZ_SHOW="^(ok|FAIL|fail)|passed, |crash|ERROR"
 if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
-    step "Bluetooth in the VM: smoke suite, transports, power-off, BlueZ browsing/advertising, discovery and the CLI over Bluetooth alone, bluetoothd restart"
-    SCRATCH=.build run_step bt 1020 "^(FAIL|ok |fail )|^\[xctest\] group|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-bt\]" \
-        "$here/test-bt.sh" --smoke
+    # The lab VMs run under software emulation on one core each: two at a time, then the
+    # last one beside the fuzzers.
+    step "the Bluetooth lab in two VMs at once: (1) smoke suite, transports, power-off, BlueZ browsing/advertising, discovery and the CLI over Bluetooth alone, bluetoothd restart; (2) the same two nodes meeting again and again, CLI in fresh processes"
+    run_together "bt:1080:^(FAIL|ok |fail )|^\[xctest\] group|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-bt\]" \
+            env SCRATCH=.build "$here/test-bt.sh" --smoke -- \
+        "bt-repeat:1320:^(FAIL|fail )|^\[xctest\] group|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-bt\]" \
+            env SCRATCH=.build BT_GROUP_TIMEOUT=540 BT_TIMEOUT=1140 "$here/test-bt.sh" --repeat
 
-    step "Wi-Fi in the VM: Wi-Fi Direct and soft-AP through wpa_supplicant, the upgrade end to end, the harness on the radios"
-    SCRATCH=.build run_step wifi 1020 "^(FAIL|PASS)|^\[xctest\] group|figure:|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-wifi\]" \
-        "$here/test-wifi.sh" --harness
+    step "Wi-Fi in the VM (Wi-Fi Direct and soft-AP through wpa_supplicant, the upgrade end to end, the harness on the radios), beside the fuzzers (${FUZZ_SECONDS} s per target)"
+    run_together "wifi:1080:^(FAIL|PASS)|^\[xctest\] group|figure:|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-wifi\]" \
+            env SCRATCH=.build "$here/test-wifi.sh" --harness -- \
+        "fuzz:1200:$FUZZ_SHOW" "$here/fuzz.sh" "$FUZZ_SECONDS"
+else
+    step "fuzzing (${FUZZ_SECONDS} s per target)"
+    run_step fuzz 1200 "$FUZZ_SHOW" "$here/fuzz.sh" "$FUZZ_SECONDS"
 fi
 
 echo

@@ -4,12 +4,12 @@
 # RESULTS_DIR/.lab/command.sh under a timeout while btmon records HCI traffic, collects
 # logs, and writes the command's exit status to RESULTS_DIR/exit-code.
 #
-#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1) TRACE(0|1) [N_RADIOS]
+#   guest-run.sh RESULTS_DIR N_CONTROLLERS TIMEOUT_S KEEP_TRACE(0|1) TRACE(0|1) [N_RADIOS [BTVIRT]]
 #
 # Lines starting with '@@bt-lab ' on stdout are stage markers that the host timestamps.
 set -uo pipefail
 
-RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0} TRACE=${5:-1} RADIOS=${6:-0}
+RESULTS=$1 N=$2 TIMEOUT=$3 KEEP_TRACE=${4:-0} TRACE=${5:-1} RADIOS=${6:-0} BTVIRT=${7:-btvirt}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RUN=/run/bt-lab
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -34,7 +34,7 @@ marker stage guest-start
 echo "[bt-lab] guest up: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024) " MiB"}' /proc/meminfo)"
 
 marker stage setup
-if ! bash "$HERE/guest-setup.sh" "$RESULTS" "$N"; then
+if ! bash "$HERE/guest-setup.sh" "$RESULTS" "$N" "$BTVIRT"; then
     collect_logs
     marker stage setup-failed
     exit 125

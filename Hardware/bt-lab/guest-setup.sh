@@ -3,7 +3,11 @@
 # (btvirt), configures them with btmgmt, starts the system D-Bus and bluetoothd, and waits
 # until every adapter is on D-Bus. Returns 0 when the lab is ready.
 #
-#   guest-setup.sh RESULTS_DIR [N_CONTROLLERS]
+#   guest-setup.sh RESULTS_DIR [N_CONTROLLERS [BTVIRT]]
+#
+# BTVIRT is the controller emulator (default: btvirt from PATH, Debian's packaged one;
+# scripts/bt-lab.sh passes the lab's patched build, see README.md "The emulator's pairing
+# state").
 #
 # Daemons keep running after this script returns; their pids are in /run/bt-lab/*.pid.
 # Logs go to RESULTS_DIR (btvirt.log, bluetoothd.log, setup.log).
@@ -14,6 +18,7 @@ set -uo pipefail
 
 RESULTS=${1:?usage: guest-setup.sh RESULTS_DIR [N_CONTROLLERS]}
 N=${2:-2}
+BTVIRT=${3:-btvirt}
 RUN=/run/bt-lab
 mkdir -p "$RUN" "$RESULTS"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -59,8 +64,8 @@ controllers_up() {   # all of hci0..hci(N-1) listed by btmgmt info
 }
 
 start_btvirt() {
-    say "step btvirt (attempt $1): btvirt -l$N"
-    setsid btvirt -l"$N" >>"$RESULTS/btvirt.log" 2>&1 </dev/null &
+    say "step btvirt (attempt $1): $BTVIRT -l$N"
+    setsid "$BTVIRT" -l"$N" >>"$RESULTS/btvirt.log" 2>&1 </dev/null &
     echo $! > "$RUN/btvirt.pid"
 }
 
@@ -76,6 +81,7 @@ stop_btvirt() {
 # Normally both controllers are listed ~1.5 s after btvirt starts. The known flake: a
 # controller's HCI Reset times out in the kernel ("hciN: Opcode 0x0c03 failed: -110" after
 # 10 s) and it never initialises; restarting btvirt fixes it.
+command -v "$BTVIRT" >/dev/null || fail btvirt "no controller emulator '$BTVIRT' (scripts/setup-bt-lab.sh builds the lab's)"
 ok=0
 for attempt in 1 2 3; do
     dmesg_mark=$(dmesg | wc -l)
@@ -121,8 +127,8 @@ for _ in $(seq 50); do bus_answers && break; sleep 0.1; done
 bus_answers || fail dbus "the system bus gave no answer to ListNames within 5 s"
 
 say "step bluetoothd"
-# With the lab's configuration (JustWorksRepairing = always); waits until every adapter is
-# on D-Bus. bluetoothd's own changes stay (it turns connectable off): what users have.
+# As Debian starts it (its /etc/bluetooth/main.conf); waits until every adapter is on D-Bus.
+# bluetoothd's own changes stay (it turns connectable off): what users have.
 out=$(bash "$(dirname "${BASH_SOURCE[0]}")/start-bluetoothd.sh" "$RESULTS/bluetoothd.log" 2>&1) ||
     fail bluetoothd "${out:-start-bluetoothd.sh failed}"
 

@@ -6,7 +6,8 @@
 #   start-bluetoothd.sh LOG_FILE
 #
 # It
-# - runs bluetoothd with the lab's main.conf, log appended to LOG_FILE, pid in
+# - runs bluetoothd as Debian's bluetooth.service does, with Debian's /etc/bluetooth/main.conf
+#   (the host's, shared read-only; nothing of it is changed), log appended to LOG_FILE, pid in
 #   /run/bt-lab/bluetoothd.pid;
 # - waits (up to 30 s) until every controller in /sys/class/bluetooth is on D-Bus.
 #
@@ -16,13 +17,7 @@
 # API while it advertises). Raw-socket tests that need a connectable adapter without PeerLink
 # say so themselves.
 #
-# The configuration differs from BlueZ's defaults in one setting: JustWorksRepairing =
-# always. The emulated controllers do not bond symmetrically (one side's link key comes
-# with "store hint: no"), so every new BR/EDR link between two controllers pairs again with
-# Just Works. Once one side has stored a key, BlueZ's default ("never") answers that
-# re-pairing with a negative user confirmation, and the connection fails with EACCES or
-# ECONNREFUSED: seen as the 4th-6th link between one pair in a boot, and after a bluetoothd
-# restart (README.md, Quirks).
+# BT_LAB_BLUETOOTHD_ARGS adds options (e.g. -d for a debug log).
 #
 # Exit status 0 when ready; 1 with the reason on stderr.
 set -uo pipefail
@@ -31,17 +26,10 @@ RUN=/run/bt-lab
 mkdir -p "$RUN"
 die() { echo "start-bluetoothd: $*" >&2; exit 1; }
 
-# TemporaryTimeout is bluetoothd's default, written out so that `peerlink doctor` (test0 of
-# BluetoothDiscoveryLabTests) shows it read from the file bluetoothd was started with.
-cat > "$RUN/main.conf" <<CONF
-[General]
-JustWorksRepairing = always
-TemporaryTimeout = ${BT_LAB_TEMPORARY_TIMEOUT:-30}
-CONF
 B=/usr/libexec/bluetooth/bluetoothd
 [[ -x $B ]] || B=$(command -v bluetoothd) || die "bluetoothd not installed"
 # shellcheck disable=SC2086  # BT_LAB_BLUETOOTHD_ARGS is a list of options
-setsid -f "$B" -n -f "$RUN/main.conf" ${BT_LAB_BLUETOOTHD_ARGS:-} >>"$LOG" 2>&1 </dev/null
+setsid -f "$B" -n ${BT_LAB_BLUETOOTHD_ARGS:-} >>"$LOG" 2>&1 </dev/null
 for _ in $(seq 50); do
     pid=$(pidof bluetoothd) && break
     sleep 0.1

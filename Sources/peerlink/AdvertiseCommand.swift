@@ -89,8 +89,8 @@ struct ReceiveCommand: AsyncParsableCommand {
                 do {
                     try await host.session.accept(offer, into: dir, keepingFree: keep)
                 } catch let PeerLinkError.resourceRefused(name, reason) {
-                    let margin = keep > 0 ? " (keeping \(bytes(keep)) free: --keep-free)" : ""
-                    out.emit("refused '\(name)' from \(names.name(offer.peer)): \(reason)\(margin); the sender was told",
+                    // The reason names the margin kept (--keep-free), in the words the sender shows.
+                    out.emit("refused '\(name)' from \(names.name(offer.peer)): \(reason); the sender was told",
                              ["event": "refused", "peer": offer.peer.description, "name": name, "reason": "\(reason)", "keepFree": keep])
                 } catch {
                     out.emit("cannot accept '\(offer.name)': \(error)", ["event": "error", "text": "\(error)"])

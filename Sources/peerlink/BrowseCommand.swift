@@ -15,7 +15,7 @@ struct BrowseCommand: AsyncParsableCommand {
 
     func run() async throws {
         let service = try node.serviceType()
-        let (n, _, plan) = try node.makeNode()
+        let (n, _, plan) = try await node.makeNode()
         let out = Output(json: node.json)
         for note in plan.notes { out.note(note) }
         let browser = Browser(node: n, service: service, discoveries: plan.discoveries(for: n))

@@ -19,6 +19,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Bluetooth adapter to use, by name (hci1) or address (default: the first powered one).")
     var adapter: String?
 
+    @Option(name: .long, help: ArgumentHelp("Bluetooth transports to listen and dial on, in order: rfcomm, l2cap (L2CAP over BR/EDR), le (L2CAP over Bluetooth LE instead of BR/EDR; the peer must choose le too). Default: rfcomm,l2cap.", valueName: "list"))
+    var bluetoothTransports: String?
+
     @Option(name: .long, help: ArgumentHelp("Wi-Fi radio for Wi-Fi Direct upgrades (default: the first one that can do P2P or soft-AP; `peerlink doctor` says which can). While the command runs, the radio stays under the system's wpa_supplicant (added when it was not, removed on exit), so an upgrade does not wait for it; a radio another wpa_supplicant or hostapd drives, or NetworkManager manages, is never used (NetworkManager takes down groups it did not start; `peerlink doctor` says how to hand a radio over).", valueName: "iface"))
     var wifi: String?
 
@@ -55,12 +58,17 @@ struct NodeOptions: ParsableArguments {
     }
 
     /// Loads (or creates) the identity and builds a node on the chosen media; returns the
-    /// plan too, for the discovery backends that go with it.
-    func makeNode() throws -> (Node, IdentityStore, MediaPlan) {
-        let plan = try MediaPlan.make(media: media, adapter: adapter, wifi: wifi)
+    /// plan too, for the discovery backends that go with it. The key file and the display name
+    /// are read on a thread of their own while bluetoothd is asked for its adapters: neither
+    /// waits for the other.
+    func makeNode() async throws -> (Node, IdentityStore, MediaPlan) {
         let store = IdentityStore(directory: configDir)
-        let identity = try store.loadOrCreate().identity
-        let display = name ?? store.displayName()
+        let wanted = name
+        async let local = BlockingCall.run("pl.identity") { () throws -> (Identity, String) in
+            (try store.loadOrCreate().identity, wanted ?? store.displayName())
+        }
+        let plan = try MediaPlan.make(media: media, adapter: adapter, wifi: wifi, bluetooth: bluetoothTransports)
+        let (identity, display) = try await local
         do {
             return (try Node(identity: identity, displayName: display, transports: plan.transports, upgraders: plan.upgraders), store, plan)
         } catch {

@@ -17,7 +17,7 @@ final class Dialling: @unchecked Sendable {
     init(_ options: NodeOptions, command: String, peer text: String, lookupTimeout: Double, context: [UInt8],
          config: SessionConfig = SessionConfig()) async throws {
         service = try options.serviceType()
-        let (n, _, plan) = try options.makeNode()
+        let (n, _, plan) = try await options.makeNode()
         node = n
         output = Output(json: options.json)
         for note in plan.notes { output.note(note) }

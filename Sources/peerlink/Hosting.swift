@@ -13,7 +13,7 @@ struct Hosting {
     static func start(_ options: NodeOptions, command: String, info: DiscoveryInfo, accept: AcceptOptions,
                       config: SessionConfig = SessionConfig()) async throws -> Hosting {
         let service = try options.serviceType()
-        let (node, store, plan) = try options.makeNode()
+        let (node, store, plan) = try await options.makeNode()
         let out = Output(json: options.json)
         for note in plan.notes { out.note(note) }
         let session = Session(node: node, config: config, policy: try options.linkPolicy())

@@ -17,9 +17,20 @@ struct MediaPlan {
         case all
     }
 
+    /// Which Bluetooth transports a node listens and dials on (`--bluetooth-transports`).
+    enum BluetoothTransport: String, CaseIterable {
+        case rfcomm
+        /// L2CAP over BR/EDR (ERTM).
+        case l2cap
+        /// L2CAP over Bluetooth LE (credit-based): instead of BR/EDR L2CAP, on both peers.
+        case le
+    }
+
     let ip: Bool
     /// The adapter to use (name as bluetoothd calls it), or nil without Bluetooth.
     let adapter: BlueZAdapter?
+    /// The Bluetooth transports, in the order the node tries them.
+    var bluetooth: [BluetoothTransport] = [.rfcomm, .l2cap]
     /// What the user should know about the choice (Bluetooth skipped by `auto`, and why).
     let notes: [String]
     /// The Wi-Fi Direct plug-in, when the plan includes it.
@@ -31,8 +42,13 @@ struct MediaPlan {
         var out: [Transport] = []
         if ip { out.append(TCPTransport()) }
         if let adapter {
-            out.append(RFCOMMTransport(adapterAddress: adapter.address))
-            out.append(L2CAPTransport(adapterAddress: adapter.address))
+            for t in bluetooth {
+                switch t {
+                case .rfcomm: out.append(RFCOMMTransport(adapterAddress: adapter.address))
+                case .l2cap: out.append(L2CAPTransport(adapterAddress: adapter.address))
+                case .le: out.append(L2CAPTransport(adapterAddress: adapter.address, mode: .le))
+                }
+            }
         }
         return out
     }
@@ -48,7 +64,10 @@ struct MediaPlan {
     func summary(_ service: ServiceType) -> String {
         var parts: [String] = []
         if ip { parts.append("IP (\(service.dnssdTCP))") }
-        if let adapter { parts.append("Bluetooth (\(adapter.name))") }
+        if let adapter {
+            let links = bluetooth == [.rfcomm, .l2cap] ? "" : ": " + bluetooth.map(\.rawValue).joined(separator: ", ")
+            parts.append("Bluetooth (\(adapter.name)\(links))")
+        }
         if let w = wifiDirect { parts.append("Wi-Fi Direct upgrades (\(w.requestedInterface ?? "first capable radio"))") }
         return parts.joined(separator: " and ")
     }
@@ -70,9 +89,26 @@ struct MediaPlan {
         }
     }
 
-    /// Decides the media from `--media` (one choice or a comma-separated list), `--adapter` and
-    /// `--wifi`; `probe` lists bluetoothd's adapters (throws when it is unreachable).
-    static func make(media: String, adapter: String?, wifi: String? = nil,
+    /// The Bluetooth transports of `--bluetooth-transports` (a comma-separated list, in order).
+    static func parseBluetooth(_ text: String) throws -> [BluetoothTransport] {
+        var out: [BluetoothTransport] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = part.trimmingCharacters(in: .whitespaces)
+            guard let t = BluetoothTransport(rawValue: name) else {
+                throw ValidationError("--bluetooth-transports: '\(name)' is not known; use rfcomm, l2cap or le, or a list such as rfcomm,le")
+            }
+            if !out.contains(t) { out.append(t) }
+        }
+        if out.contains(.l2cap) && out.contains(.le) {
+            throw ValidationError("--bluetooth-transports: l2cap and le exclude each other (a node advertises one L2CAP PSM); pick one")
+        }
+        return out
+    }
+
+    /// Decides the media from `--media` (one choice or a comma-separated list), `--adapter`,
+    /// `--wifi` and `--bluetooth-transports` (nil: RFCOMM and BR/EDR L2CAP); `probe` lists
+    /// bluetoothd's adapters (throws when it is unreachable).
+    static func make(media: String, adapter: String?, wifi: String? = nil, bluetooth: String? = nil,
                      probe: () throws -> [BlueZAdapter] = { try BlueZProbe.adapters() }) throws -> MediaPlan {
         let choices = Set(try media.split(separator: ",").map { try parse($0.trimmingCharacters(in: .whitespaces)) })
         guard !choices.isEmpty else { throw ValidationError("--media is empty") }
@@ -85,6 +121,8 @@ struct MediaPlan {
         let wantsP2P = choices.contains(.wifiDirect) || soft || choices.contains(.all)
         if adapter != nil, !wantsBT { throw ValidationError("--adapter needs --media bluetooth, all or auto") }
         if wifi != nil, !wantsP2P { throw ValidationError("--wifi needs --media wifi-direct, all or auto") }
+        if bluetooth != nil, !wantsBT { throw ValidationError("--bluetooth-transports needs --media bluetooth, all or auto") }
+        let links = try bluetooth.map(parseBluetooth) ?? [.rfcomm, .l2cap]
         if choices == [.wifiDirect] {
             throw ValidationError("--media wifi-direct alone cannot find peers: a Wi-Fi Direct link is negotiated inside a session on another medium; use bluetooth,wifi-direct")
         }
@@ -103,6 +141,7 @@ struct MediaPlan {
                 plan = MediaPlan(ip: true, adapter: nil, notes: ["Bluetooth not used: \(error)"])
             }
         }
+        plan.bluetooth = links
         if wantsP2P { plan.wifiDirect = WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: wpaSupplicantBus), interface: wifi) }
         return plan
     }

@@ -39,11 +39,10 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         }
         let discovery = try XCTUnwrap(report.checks.first { $0.name == "PeerLink Bluetooth discovery" })
         XCTAssertTrue(discovery.detail.contains("LE advertising"), discovery.detail)
-        // The lab's bluetoothd runs with -f /run/bt-lab/main.conf, which sets TemporaryTimeout.
+        // The lab's bluetoothd runs as Debian starts it, with Debian's /etc/bluetooth/main.conf.
         let lost = try XCTUnwrap(report.checks.first { $0.name == "lost-peer delay" })
-        let conf = BlueZMainConf(text: try String(contentsOfFile: "/run/bt-lab/main.conf", encoding: .utf8))
-        let seconds = try XCTUnwrap(conf.temporaryTimeout, "the lab's main.conf sets TemporaryTimeout")
-        XCTAssertTrue(lost.detail.contains("lost \(seconds) s after") && lost.detail.contains("TemporaryTimeout in /run/bt-lab/main.conf"),
+        let conf = BlueZMainConf(text: try String(contentsOfFile: BlueZMainConf.defaultPath, encoding: .utf8))
+        XCTAssertTrue(lost.detail.contains("lost \(conf.effectiveTemporaryTimeout) s after") && lost.detail.contains(BlueZMainConf.defaultPath),
                       lost.detail)
     }
 

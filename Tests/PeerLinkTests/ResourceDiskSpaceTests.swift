@@ -98,10 +98,12 @@ final class ResourceDiskSpaceTests: XCTestCase {
             XCTFail("a 32 MiB file cannot fit on a 16 MiB disk")
         } catch let PeerLinkError.resourceRefused(name, reason) {
             XCTAssertEqual(name, "f.bin")
-            guard case let .noSpace(needed, available) = reason else { return XCTFail("unexpected reason \(reason)") }
+            guard case let .noSpace(needed, available, margin) = reason else { return XCTFail("unexpected reason \(reason)") }
             XCTAssertEqual(needed, 32 << 20)
             XCTAssertLessThanOrEqual(available, 16 << 20)
+            XCTAssertEqual(margin, 0, "the receiver says it keeps nothing free")
             XCTAssertTrue("\(reason)".hasPrefix("not enough space on the receiver: 32.0 MiB offered, "), "\(reason)")
+            XCTAssertFalse("\(reason)".contains("keeping"), "no margin, no word about it: \(reason)")
         }
         try await waitUntil(timeout: 10) { receiver.lines.contains { $0.hasPrefix("refused f.bin: not enough space on the receiver") } }
         // The refused part file is removed on its writer's queue, which may still be at it when
@@ -117,7 +119,13 @@ final class ResourceDiskSpaceTests: XCTestCase {
             try await within(60, "the file sent") { try await p.sb.sendResource(at: small.path, to: p.a.peerID) }
             XCTFail("the margin leaves less than 4 MiB")
         } catch let PeerLinkError.resourceRefused(_, reason) {
-            guard case .noSpace(4 << 20, _) = reason else { return XCTFail("unexpected reason \(reason)") }
+            guard case .noSpace(4 << 20, _, 14 << 20) = reason else { return XCTFail("unexpected reason \(reason)") }
+            // The sender says what the receiver says, the margin included.
+            XCTAssertTrue("\(reason)".hasSuffix(" free (keeping 14.0 MiB free: --keep-free)"), "\(reason)")
+            let said = await waitUntil(timeout: 10) { receiver.lines.contains { $0.hasPrefix("refused g.bin: ") } }
+            XCTAssertTrue(said, "the receiver refused g.bin: \(receiver.lines)")
+            let line = receiver.lines.first { $0.hasPrefix("refused g.bin: ") } ?? ""
+            XCTAssertTrue(line.contains("\(reason)"), "receiver: \(line)\nsender: \(reason)")
         }
     }
 
@@ -139,7 +147,7 @@ final class ResourceDiskSpaceTests: XCTestCase {
         }
         let failed = errors.compactMap { $0 }
         XCTAssertEqual(failed.count, 1, "one of the two files fits: \(errors)")
-        guard let e = failed.first, case PeerLinkError.resourceRefused(_, .noSpace(10 << 20, _)) = e else {
+        guard let e = failed.first, case PeerLinkError.resourceRefused(_, .noSpace(10 << 20, _, _)) = e else {
             return XCTFail("the second offer is refused up front, got \(String(describing: failed.first))")
         }
         let arrived = try FileManager.default.contentsOfDirectory(atPath: inbox).filter { $0.hasSuffix(".bin") }

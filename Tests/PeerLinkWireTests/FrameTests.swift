@@ -27,6 +27,8 @@ final class FrameTests: XCTestCase {
         .reliable(seq: 13, record: .resourceResult(stream: 5, ok: true)),
         .reliable(seq: 14, record: .resourceResult(stream: 5, ok: false)),
         .reliable(seq: 15, record: .resourceError(stream: 5, error: .noSpace(needed: 1 << 40, available: 0))),
+        .reliable(seq: 15, record: .resourceError(stream: 5, error: .noSpace(needed: 1 << 40, available: 0, margin: 64 << 20))),
+        .reliable(seq: 15, record: .resourceError(stream: 5, error: .noSpace(needed: 1, available: 0, margin: 0))),
         .reliable(seq: 16, record: .resourceError(stream: 5, error: .diskFull(held: 123, size: 456))),
         .reliable(seq: 17, record: .resourceError(stream: 5, error: .writeFailed(held: 0, size: 9, reason: "Input/output error"))),
         .bulk(seq: 1, record: .resourceError(stream: 5, error: .diskFull(held: 1, size: 2))),
@@ -317,7 +319,7 @@ final class FrameTests: XCTestCase {
             return w.bytes
         }
         XCTAssertEqual(try Frame.decode(record(code: 2)), .reliable(seq: 1, record: .resourceError(stream: 1, error: .diskFull(held: 1, size: 2))))
-        for bad: UInt8 in [0, 4, 0xff] {
+        for bad: UInt8 in [0, 5, 0xff] {
             XCTAssertNotNil(assertWireError(try Frame.decode(record(code: bad))), "code \(bad)")
         }
         XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 3, text: [0xff, 0xfe]))), "text must be UTF-8")
@@ -325,6 +327,25 @@ final class FrameTests: XCTestCase {
         XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 3, text: Array(repeating: 0x61, count: WireLimits.reasonText + 1)))),
                         "text is bounded")
         XCTAssertNotNil(assertWireError(try Frame.decode(Array(record(code: 1).dropLast(3)))), "truncated")
+        // Code 4 (minor 3) carries the receiver's margin after the empty text; nothing else does.
+        XCTAssertEqual(try Frame.decode(record(code: 4) + [0, 0, 0, 0, 4, 0, 0, 0]),
+                       .reliable(seq: 1, record: .resourceError(stream: 1, error: .noSpace(needed: 1, available: 2, margin: 64 << 20))))
+        XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 4))), "code 4 without its margin")
+        XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 4, text: Array("x".utf8)) + [0, 0, 0, 0, 0, 0, 0, 0])), "code 4 carries no text")
+        XCTAssertNotNil(assertWireError(try Frame.decode(record(code: 1) + [0, 0, 0, 0, 4, 0, 0, 0])), "code 1 carries no margin")
+    }
+
+    /// The sender shows the receiver's words: the margin kept free, when the receiver said it.
+    func testNoSpaceSaysTheMarginAndOlderPeersGetCodeOne() {
+        let withMargin = ResourceError.noSpace(needed: 32 << 20, available: 0, margin: 64 << 20)
+        XCTAssertEqual("\(withMargin)", "not enough space on the receiver: 32.0 MiB offered, 0 B free (keeping 64.0 MiB free: --keep-free)")
+        XCTAssertEqual("\(ResourceError.noSpace(needed: 32 << 20, available: 16 << 20))", "not enough space on the receiver: 32.0 MiB offered, 16.0 MiB free")
+        XCTAssertEqual("\(ResourceError.noSpace(needed: 1024, available: 0, margin: 0))", "not enough space on the receiver: 1.0 KiB offered, 0 B free")
+        XCTAssertEqual(withMargin.readable(byMinor: 2), .noSpace(needed: 32 << 20, available: 0), "a minor-2 peer cannot read code 4")
+        XCTAssertEqual(withMargin.readable(byMinor: 3), withMargin)
+        XCTAssertEqual(ResourceError.diskFull(held: 1, size: 2).readable(byMinor: 1), .diskFull(held: 1, size: 2))
+        let old = Frame.reliable(seq: 1, record: .resourceError(stream: 1, error: withMargin.readable(byMinor: 2))).encode()
+        XCTAssertEqual(old[14], 1, "code 01 for a minor-2 peer")
     }
 
     func testSequenceZeroRejected() {

@@ -39,6 +39,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
         ("record-resource-accept", .reliable(seq: 8, record: .resourceAccept(stream: 3, offset: 5, credit: 262_144))),
         ("record-resource-result", .reliable(seq: 9, record: .resourceResult(stream: 3, ok: true))),
         ("record-resource-error", .reliable(seq: 10, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 16 << 20)))),
+        ("record-resource-error-margin", .reliable(seq: 11, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 0, margin: 64 << 20)))),
         ("record-link-setup", .reliable(seq: 11, record: .linkSetup(LinkSetup(id: 1, step: .propose, medium: "wifi-direct",
                                                                                 parameters: [.init("roles", [3])], text: "sending 'f.bin'")))),
     ]

@@ -44,7 +44,8 @@ int peerlink_bt_rfcomm_accept(int fd, peerlink_bdaddr *remote);
 int peerlink_bt_rfcomm_local(int fd, unsigned char *channel);
 
 /* sockaddr_l2 wrappers; le != 0 uses the LE public address type, else BR/EDR. PSM 0 at bind:
- * the kernel picks a free dynamic PSM (BR/EDR from 0x1001 in steps of 2, LE from 0x0080). */
+ * the kernel picks a free dynamic PSM (BR/EDR from 0x1001 in steps of 2, LE from 0x0080;
+ * L2CAPTransport binds odd LE PSMs itself). */
 int peerlink_bt_l2cap_bind(int fd, peerlink_bdaddr local, int le, unsigned short psm);
 int peerlink_bt_l2cap_connect(int fd, peerlink_bdaddr remote, int le, unsigned short psm);
 int peerlink_bt_l2cap_accept(int fd, peerlink_bdaddr *remote);

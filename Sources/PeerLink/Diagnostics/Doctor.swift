@@ -147,6 +147,7 @@ public enum Doctor {
         checks.append(DoctorCheck(name: "bluetoothd", ok: running, detail: running ? "running" : "not running",
                                   fix: running ? nil : "apt-get install bluez, then systemctl start bluetooth"))
         checks.append(blueZDiscoveryCheck())
+        if running { checks.append(contentsOf: pairingChecks()) }
         if let daemon { checks.append(lostDelayCheck(bluetoothdPID: daemon)) }
         return MediumReport(medium: "bluetooth", usable: checks.allSatisfy(\.ok), checks: checks)
     }
@@ -182,6 +183,25 @@ public enum Doctor {
         }
         return DoctorCheck(name: name, ok: true,
                            detail: "bluetoothd on D-Bus (\(summary)): --media bluetooth browses and advertises on \(ready.0.name) by default", fix: nil)
+    }
+
+    /// Pairings that make BlueZ refuse connections with a peer (`BluetoothPairingProblem`):
+    /// one failing check per problem, else one passing check; nothing when bluetoothd's device
+    /// list cannot be read (the discovery check says why).
+    static func pairingChecks(busAddress: String? = nil) -> [DoctorCheck] {
+        guard let bus = try? DBusConnection(address: busAddress), let objects = try? BlueZObjects.managedObjects(bus) else { return [] }
+        return pairingChecks(objects)
+    }
+
+    static func pairingChecks(_ objects: [String: [String: [String: DBusValue]]]) -> [DoctorCheck] {
+        let problems = BluetoothPairingProblem.find(in: objects)
+        guard problems.isEmpty else {
+            return problems.map { DoctorCheck(name: "\($0.adapter) pairing with \($0.address)", ok: false, detail: "\($0)", fix: $0.fix) }
+        }
+        let bonds = BluetoothPairingProblem.bondCount(in: objects)
+        let others = bonds == 0 ? "no bonds" : "\(bonds) bonded device\(bonds == 1 ? "" : "s"), none advertising PeerLink"
+        return [DoctorCheck(name: "Bluetooth pairings", ok: true,
+                            detail: "\(others): nothing refuses PeerLink connections (PeerLink pairs afresh, unbonded, on every link)", fix: nil)]
     }
 
     /// Whether unpaired peers can open BR/EDR channels to adapter `name`, from its mgmt settings.

@@ -112,16 +112,17 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         do {
             let (path, owner) = try usableAdapter(q)
             try register(s, adapterPath: path, owner: owner)
-            registerProfile(s, owner: owner)
         } catch {
             s.stop()
             lock.withLock { query = nil; server = nil }
             throw error
         }
-        // The watcher makes the adapter connectable first (about a second, most of it waiting
-        // for `discoverable` to end), so that start() returns as soon as the advert is up.
-        let adapterPath = lock.withLock { registration?.adapter }
+        // The watcher registers the SDP record and makes the adapter connectable first (about a
+        // second, most of it waiting for `discoverable` to end), so that start() returns as
+        // soon as the LE advert, which browsers look for, is up.
+        let (adapterPath, owner) = lock.withLock { (registration?.adapter, registration?.owner) }
         let thread = Thread { [self] in
+            if let owner, let server = lock.withLock({ server }) { registerProfile(server, owner: owner) }
             if let adapterPath { keepReachable(adapterPath) }
             watch()
         }

@@ -40,7 +40,10 @@ public final class BlueZDiscovery: Discovery, @unchecked Sendable {
             throw TransportError.unsupported("the node listens on no Bluetooth transport (RFCOMM or L2CAP), so there is nothing to advertise over Bluetooth")
         }
         let advert = try BluetoothAdvert(peerID: advertisement.peerID, rfcommChannel: channel, l2capPSM: psm)
-        let record = BluetoothServiceRecord.xml(service: service, rfcommChannel: channel, l2capPSM: psm)
+        // An LE channel has no SDP record and needs no BR/EDR reachability (PROTOCOL §14.2:
+        // an LE PSM is 0x0081–0x00FF).
+        let overLE = (node.transports.first { $0.medium == .l2cap } as? L2CAPTransport)?.mode == .le
+        let record = BluetoothServiceRecord.xml(service: service, rfcommChannel: channel, l2capPSM: overLE ? nil : psm)
         let advertiser = BlueZAdvertiser(service: service, advert: advert, adapter: adapter, serviceRecord: record,
                                          busAddress: busAddress, notices: notices)
         try advertiser.start()

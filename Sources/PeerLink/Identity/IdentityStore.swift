@@ -63,7 +63,10 @@ public struct IdentityStore: Sendable {
             let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
             if (try? Advertisement.validate(displayName: t)) != nil { return t }
         }
-        let host = ProcessInfo.processInfo.hostName
+        // gethostname, not ProcessInfo.hostName: Foundation looks that name up (getaddrinfo)
+        // to find a canonical one, which waits for DNS where /etc/hosts does not list it.
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0 ? String(cString: buffer) : ""
         let name = String(host.split(separator: ".").first ?? "peerlink")
         return (try? Advertisement.validate(displayName: name)) != nil ? name : "peerlink"
     }

@@ -210,7 +210,7 @@ final class ResourceHandler: PeerProtocolHandler {
             if needed > usable {
                 writer.discard()
                 offers[offer.stream] = nil
-                let reason = ResourceError.noSpace(needed: needed, available: usable)
+                let reason = ResourceError.noSpace(needed: needed, available: usable, margin: keepFree)
                 channel.core.refuseResource(offer.stream, error: reason, now: Runtime.milliseconds())
                 channel.process()
                 throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)

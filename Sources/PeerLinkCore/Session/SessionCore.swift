@@ -336,10 +336,11 @@ public struct SessionCore: Sendable {
     }
 
     /// Refuses or stops an incoming resource with a reason the sender can show (RESOURCE_ERROR,
-    /// when the remote speaks minor 1), then cancels it as `close(stream:cancel:)` does.
+    /// when the remote speaks minor 1; with the receiver's margin from minor 3), then cancels
+    /// it as `close(stream:cancel:)` does.
     public mutating func refuseResource(_ stream: UInt32, error: ResourceError, now: UInt64) {
         guard inbound[stream] != nil else { return }
-        if sharedMinor >= 1 { enqueue(.resourceError(stream: stream, error: error)) }
+        if sharedMinor >= 1 { enqueue(.resourceError(stream: stream, error: error.readable(byMinor: sharedMinor))) }
         close(stream: stream, cancel: true, now: now)
     }
 

@@ -142,9 +142,9 @@ enum BluetoothSocket {
             return .system(operation: "\(operation): nothing listens there (wrong channel/PSM, or the peer stopped listening), "
                             + "or the peer refused to pair", errno: e)
         case EACCES, EPERM:
-            return .system(operation: "\(operation): permission denied — pairing was rejected by one side. If the two devices "
-                            + "paired before and one of them forgot it, remove the device on the other (`bluetoothctl remove ADDRESS`) "
-                            + "or let bluetoothd re-pair (JustWorksRepairing = always in /etc/bluetooth/main.conf). "
+            return .system(operation: "\(operation): permission denied — pairing was rejected by one side. PeerLink keeps no "
+                            + "pairing, but one of the two devices holds a bond (a stored key) the other lacks: run `peerlink doctor` "
+                            + "on both and remove the bond where it names one (`bluetoothctl remove ADDRESS`). "
                             + "Binding a reserved PSM/channel also needs CAP_NET_BIND_SERVICE", errno: e)
         case EBUSY:
             return .system(operation: "\(operation): this device already has a connection to that remote channel "

@@ -73,7 +73,8 @@ public struct L2CAPTransport: Transport {
     private var le: Int32 { mode == .le ? 1 : 0 }
 
     /// Listens on `port` as the PSM, or on the first free dynamic PSM when `port` is 0
-    /// (BR/EDR from 0x1001 in steps of 2, LE from 0x0080); the listener's `port` reports it.
+    /// (BR/EDR from 0x1001 in steps of 2, LE the odd ones from 0x0081, so that the PSM fits a
+    /// Bluetooth advert, PROTOCOL §14.2); the listener's `port` reports it.
     public func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener {
         guard port == 0 || isValidPSM(port) else {
             throw TransportError.badAddress(String(format: "L2CAP PSM 0x%04X (%@ PSMs are %@)", port, mode.rawValue,
@@ -86,7 +87,11 @@ public struct L2CAPTransport: Transport {
         var ok = false
         defer { if !ok { Glibc.close(fd) } }
         try BluetoothSocket.checkAdapter(local, text: adapterAddress, what: what)
-        try bind(fd, local: local ?? peerlink_bt_any(), psm: port, what: what)
+        if port == 0 && mode == .le {
+            try bindOddLEPSM(fd, local: local ?? peerlink_bt_any(), what: what)
+        } else {
+            try bind(fd, local: local ?? peerlink_bt_any(), psm: port, what: what)
+        }
         try configure(fd, what: what)
         guard Glibc.listen(fd, 16) == 0 else {
             throw BluetoothSocket.explain(errno, operation: "listen \(what)", adapter: adapterAddress)
@@ -161,6 +166,17 @@ public struct L2CAPTransport: Transport {
             }
             throw BluetoothSocket.explain(e, operation: "bind \(what)", adapter: adapterAddress)
         }
+    }
+
+    /// Binds the first free odd LE PSM from 0x0081 (the kernel's own choice would be 0x0080,
+    /// which an advert cannot carry).
+    private func bindOddLEPSM(_ fd: Int32, local: peerlink_bdaddr, what: String) throws {
+        for psm in stride(from: Self.firstDynamicLEPSM | 1, through: 0x00FF, by: 2) {
+            if peerlink_bt_l2cap_bind(fd, local, le, UInt16(psm)) == 0 { return }
+            let e = errno
+            guard e == EADDRINUSE else { throw BluetoothSocket.explain(e, operation: "bind \(what)", adapter: adapterAddress) }
+        }
+        throw TransportError.system(operation: "\(what): no free dynamic LE PSM (0x0081–0x00FF, odd) on this adapter", errno: EADDRINUSE)
     }
 
     /// Mode, MTU and buffer options, after bind (BT_MODE is refused before) and before
