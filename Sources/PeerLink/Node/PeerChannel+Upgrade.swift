@@ -26,8 +26,7 @@ extension PeerChannel {
     func bulkStarting(_ what: String) {
         let now = Runtime.milliseconds()
         upgrade.bulkActivity(now: now)
-        guard !ended, upgrade.phase == .idle, core.sharedMinor >= 1, !links.isEmpty else { return }
-        guard links.values.allSatisfy({ $0.medium.linkClass == .bluetooth }) else { return }
+        guard !ended, upgrade.phase == .idle, linkSet.bulkWantsFasterLink(sharedMinor: core.sharedMinor) else { return }
         var known = false
         for u in session.node.upgraders {
             known = known || upgrade.knows(u.medium.rawValue)

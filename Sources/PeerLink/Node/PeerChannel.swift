@@ -24,10 +24,8 @@ package actor PeerChannel {
     private var timer: Task<Void, Never>?
     private var timerAt: UInt64?
     private var waiters: [CheckedContinuation<Void, Never>] = []
-    /// The policy's current choice, and when each link came up (for its dwell time).
-    private var choice = LinkChoice()
-    /// The carrier last reported per role, to emit `carrierChanged` only on change.
-    private var reported: [LinkRole: LinkID] = [:]
+    /// The links as the policy sees them, and its choices (PeerLinkCore).
+    var linkSet: LinkSet
 
     /// Our outgoing streams and resources the receiver cancelled.
     private(set) var refused: Set<UInt32> = []
@@ -46,6 +44,7 @@ package actor PeerChannel {
         self.remoteToken = remoteToken
         self.core = SessionCore(role: initiator ? .initiator : .responder, config: config)
         self.upgrade = LinkUpgrade(initiator: initiator, config: config.upgrade)
+        self.linkSet = LinkSet(policy: session.policy)
         var handlers: [any PeerProtocolHandler] = [resources]
         var owners: [(prefix: String, handler: any PeerProtocolHandler)] = []
         for service in session.node.services {
@@ -90,6 +89,8 @@ package actor PeerChannel {
             Task { await self?.receivedDatagram(payload) }
         }
         links[link.id] = link
+        linkSet.add(LinkSet.Link(id: link.id, linkClass: link.medium.linkClass, fast: PeerChannel.isFast(link.medium),
+                                 negotiated: link.medium.traits.negotiated, maxFrame: Int(link.remoteHello.maxFrame)))
         // A link that sends in pieces (minor 2) takes frames of any size; only an older peer's
         // link makes the session cut every frame to fit it.
         if link.pieceLimit == nil { core.setRemoteMaxFrame(Int(link.remoteHello.maxFrame)) }
@@ -140,7 +141,7 @@ package actor PeerChannel {
     private func nextDeadline(now: UInt64) -> (at: UInt64, latest: UInt64)? {
         let core = self.core.nextDeadlines(now: now)
         var lazy = [core.lazy, upgrade.nextDeadline(now: now)]
-        if links.count > 1 { lazy.append(max(lastPolicyRun + PeerChannel.policyInterval, now)) }
+        lazy.append(linkSet.nextPolicyRun(now: now))
         var urgent = [core.urgent]
         if self.core.acknowledgementsPaused { urgent.append(now + PeerChannel.readerCheckInterval) }
         let u = urgent.compactMap { $0 }.min(), l = lazy.compactMap { $0 }.min()
@@ -151,9 +152,6 @@ package actor PeerChannel {
     /// How late an idle channel's keepalive work may be done (ms).
     static let lazySlack: UInt64 = 100
 
-    /// How often the policy looks at the links again while there are several (ms): they age
-    /// past its dwell time and their measurements change without events.
-    static let policyInterval: UInt64 = 250
     /// How often a channel whose reader is behind looks whether it caught up (ms).
     static let readerCheckInterval: UInt64 = 50
 
@@ -197,14 +195,14 @@ package actor PeerChannel {
         upgradeTick(now: now)
         // Links age past the policy's dwell time and measurements change without events:
         // re-evaluate the choice a few times a second when there is a choice to make.
-        if links.count > 1, now >= lastPolicyRun + PeerChannel.policyInterval { applyPolicy() }
+        if let at = linkSet.nextPolicyRun(now: now), now >= at { applyPolicy() }
         process()
     }
 
-    private var lastPolicyRun: UInt64 = 0
 
     func linkGone(_ id: LinkID, reason: String) {
         guard let link = links.removeValue(forKey: id) else { return }
+        _ = linkSet.remove(id)
         link.close()
         core.linkDown(id)
         applyPolicy()
@@ -283,6 +281,7 @@ package actor PeerChannel {
         case let .linkDead(id):
             let seconds = Double(core.config.deadAfter) / 1000
             if let link = links.removeValue(forKey: id) {
+                _ = linkSet.remove(id)
                 link.close()
                 session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
                 session.linkDown(peer, id)
@@ -294,9 +293,9 @@ package actor PeerChannel {
             session.emit(.roundTrip(peer, link: link, millis: ms))
             if links.count > 1 { applyPolicy() }
         case let .linkSuspected(id, silent):
-            suspectReason[id] = "link \(id): nothing acknowledged or answered for \(silent) ms with data in flight"
+            linkSet.suspected(id, silentFor: silent)
         case let .linkRecovered(id):
-            suspectReason[id] = nil
+            linkSet.recovered(id)
         case let .streamOpened(id, name):
             let s = IncomingStream(peer: peer, name: name, id: id, channel: self)
             incomingStreams[id] = s
@@ -337,61 +336,17 @@ package actor PeerChannel {
 
     // MARK: link policy
 
-    /// Why a link is suspected, while it is.
-    private var suspectReason: [LinkID: String] = [:]
-
     /// Asks the session's policy which link carries each role and tells the core.
-    private func applyPolicy() {
-        let now = Runtime.milliseconds()
-        let metrics = links.values.map { l in
-            let st = core.stats(of: l.id, now: now)
-            return LinkMetrics(id: l.id, linkClass: l.medium.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis,
-                               loss: st?.loss ?? 0, throughput: st?.throughput, maxFrame: Int(l.remoteHello.maxFrame),
-                               negotiated: l.medium.traits.negotiated)
-        }
-        lastPolicyRun = now
-        choice = session.policy.choose(metrics, previous: choice)
-        suspectReason = suspectReason.filter { links[$0.key] != nil }
-        if core.preferredLink != choice.carrier[.reliable] { core.preferredLink = choice.carrier[.reliable] }
-        if core.preferredBulkLink != choice.carrier[.bulk] { core.preferredBulkLink = choice.carrier[.bulk] }
-        core.preferredUnreliableLink = choice.carrier[.unreliable]
-        core.preferredCopyLink = choice.messageCopy
-        if let rate = choice.messageCopyRate { core.copyBytesPerSecond = rate }
-        // Large message fragments only while no slow link could end up carrying one (a lane
-        // moves on handover): on Bluetooth a small message would wait behind it for a third of
-        // a second. Bulk bytes get large fragments while their own carrier is fast; should it
-        // go, those already queued cross the slow link in pieces.
-        core.fastLinksOnly = !links.isEmpty && links.values.allSatisfy { PeerChannel.isFast($0.medium) }
-        core.fastBulkCarrier = choice.carrier[.bulk].flatMap { links[$0] }.map { PeerChannel.isFast($0.medium) } ?? false
-    }
+    private func applyPolicy() { linkSet.apply(to: &core, now: Runtime.milliseconds()) }
 
     /// Typical bytes per second from which a medium counts as fast for fragment sizes.
     static let fastMedium = 1_000_000
     private static func isFast(_ m: Medium) -> Bool { m.traits.typicalBytesPerSecond >= fastMedium }
 
-    /// The link that really carries `role` now (the core may avoid a suspected link).
-    private func carrier(of role: LinkRole) -> LinkID? {
-        switch role {
-        case .control, .reliable: return core.carrier(of: .main)
-        case .bulk: return core.carrier(of: .bulk)
-        case .unreliable: return core.unreliableLink
-        }
-    }
-
-    /// Why `role` is on `link`: the policy's reason, or the suspected carrier it avoids.
-    private func reason(for role: LinkRole, on link: LinkID) -> String {
-        if let chosen = choice.carrier[role], chosen != link, let why = suspectReason[chosen] {
-            return "\(why); moved to link \(link) until it answers"
-        }
-        return choice.reason[role] ?? "oldest live link"
-    }
-
     private func reportCarriers() {
         guard !ended else { return }
-        for role in [LinkRole.reliable, .bulk, .unreliable] {
-            guard let link = carrier(of: role), reported[role] != link else { continue }
-            reported[role] = link
-            session.emit(.carrierChanged(peer, link: link, role: role, reason: reason(for: role, on: link)))
+        for c in linkSet.carrierChanges(in: core) {
+            session.emit(.carrierChanged(peer, link: c.link, role: c.role, reason: c.reason))
         }
     }
 
@@ -501,11 +456,12 @@ package actor PeerChannel {
     func snapshot() -> PeerLinks {
         let now = Runtime.milliseconds()
         let list = links.values.sorted { $0.id < $1.id }.map { l in
-            var roles = LinkRole.allCases.filter { carrier(of: $0) == l.id }.map { ($0.rawValue, reason(for: $0, on: l.id)) }
-            if core.copyLink == l.id { roles.append((Self.copyRole, choice.messageCopyReason ?? "copy of reliable messages")) }
+            var roles = LinkRole.allCases.filter { linkSet.carrier(of: $0, in: core) == l.id }
+                .map { ($0.rawValue, linkSet.reason(for: $0, on: l.id)) }
+            if core.copyLink == l.id { roles.append((Self.copyRole, linkSet.choice.messageCopyReason ?? "copy of reliable messages")) }
             let st = core.stats(of: l.id, now: now)
             let why = roles.isEmpty
-                ? (suspectReason[l.id].map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
+                ? (linkSet.suspicion(of: l.id).map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
                 : roles.map { "\($0.0): \($0.1)" }.joined(separator: "; ")
             return LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
                                 datagrams: l.datagramCounts, rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,

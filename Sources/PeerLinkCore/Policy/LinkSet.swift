@@ -1,0 +1,134 @@
+import PeerLinkWire
+
+/// The links of one peer of a session as the policy sees them, and what follows from them:
+/// which link carries each role (the `LinkPolicy` applied to the session core), the frame
+/// sizes of each lane, the reasons the application is told, when a carrier change is worth
+/// an event, and whether bulk starting now should propose a faster link. Sans-I/O: the peer's
+/// driver (`PeerChannel`) owns the sockets and calls this with what happened.
+public struct LinkSet: Sendable {
+    /// What the policy needs to know of a link, fixed when it comes up.
+    public struct Link: Sendable, Equatable {
+        public var id: LinkID
+        public var linkClass: LinkClass
+        /// Whether its medium counts as fast for frame sizes (typically ≥ 1 MB/s).
+        public var fast: Bool
+        /// A link the peers negotiated for bulk (a Wi-Fi Direct group).
+        public var negotiated: Bool
+        /// The largest frame the peer accepts on it (its hello).
+        public var maxFrame: Int
+
+        public init(id: LinkID, linkClass: LinkClass, fast: Bool, negotiated: Bool, maxFrame: Int) {
+            self.id = id; self.linkClass = linkClass; self.fast = fast; self.negotiated = negotiated; self.maxFrame = maxFrame
+        }
+    }
+
+    /// A carrier change to tell the application about.
+    public struct CarrierChange: Sendable, Equatable {
+        public var role: LinkRole
+        public var link: LinkID
+        public var reason: String
+    }
+
+    public let policy: LinkPolicy
+    public private(set) var links: [LinkID: Link] = [:]
+    /// The policy's latest choice.
+    public private(set) var choice = LinkChoice()
+    /// When the policy last ran (ms): while there is a choice of links, it runs again after
+    /// `reevaluateAfter` (links age past its dwell time, measurements change without events).
+    public private(set) var lastPolicyRun: UInt64 = 0
+    public static let reevaluateAfter: UInt64 = 250
+    private var reported: [LinkRole: LinkID] = [:]
+    private var suspectReason: [LinkID: String] = [:]
+
+    public init(policy: LinkPolicy) { self.policy = policy }
+
+    public var isEmpty: Bool { links.isEmpty }
+    public var count: Int { links.count }
+
+    // MARK: links
+
+    public mutating func add(_ link: Link) { links[link.id] = link }
+
+    /// Removes a link; true only the first time (a link's death is handled once, whichever of
+    /// its reader, the keepalive or a set-up's teardown notices it first).
+    public mutating func remove(_ id: LinkID) -> Bool {
+        suspectReason[id] = nil
+        return links.removeValue(forKey: id) != nil
+    }
+
+    /// The session core suspects `id` (records in flight, nothing back for `silentFor` ms).
+    public mutating func suspected(_ id: LinkID, silentFor: UInt64) {
+        suspectReason[id] = "link \(id): nothing acknowledged or answered for \(silentFor) ms with data in flight"
+    }
+
+    public mutating func recovered(_ id: LinkID) { suspectReason[id] = nil }
+
+    /// Why `id` is suspected, while it is.
+    public func suspicion(of id: LinkID) -> String? { suspectReason[id] }
+
+    // MARK: the policy
+
+    /// Runs the policy on the links' measurements and gives its choice to `core`: each lane's
+    /// carrier, the copy link and its rate, and the lanes' frame sizes.
+    public mutating func apply(to core: inout SessionCore, now: UInt64) {
+        let metrics = links.values.sorted { $0.id < $1.id }.map { l in
+            let st = core.stats(of: l.id, now: now)
+            return LinkMetrics(id: l.id, linkClass: l.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis, loss: st?.loss ?? 0,
+                               throughput: st?.throughput, maxFrame: l.maxFrame, negotiated: l.negotiated)
+        }
+        lastPolicyRun = now
+        choice = policy.choose(metrics, previous: choice)
+        if core.preferredLink != choice.carrier[.reliable] { core.preferredLink = choice.carrier[.reliable] }
+        if core.preferredBulkLink != choice.carrier[.bulk] { core.preferredBulkLink = choice.carrier[.bulk] }
+        core.preferredUnreliableLink = choice.carrier[.unreliable]
+        core.preferredCopyLink = choice.messageCopy
+        if let rate = choice.messageCopyRate { core.copyBytesPerSecond = rate }
+        // Large message fragments only while no slow link could end up carrying one (a lane
+        // moves on handover): on Bluetooth a small message would wait behind it for a third of
+        // a second. Bulk bytes get large fragments while their own carrier is fast; should it
+        // go, those already queued cross the slow link in pieces.
+        core.fastLinksOnly = !links.isEmpty && links.values.allSatisfy(\.fast)
+        core.fastBulkCarrier = choice.carrier[.bulk].flatMap { links[$0] }?.fast ?? false
+    }
+
+    /// When the policy should run again (nil: one link or none, nothing to choose).
+    public func nextPolicyRun(now: UInt64) -> UInt64? {
+        links.count > 1 ? max(lastPolicyRun + LinkSet.reevaluateAfter, now) : nil
+    }
+
+    /// The link that really carries `role` now (the core may avoid a suspected link).
+    public func carrier(of role: LinkRole, in core: SessionCore) -> LinkID? {
+        switch role {
+        case .control, .reliable: return core.carrier(of: .main)
+        case .bulk: return core.carrier(of: .bulk)
+        case .unreliable: return core.unreliableLink
+        }
+    }
+
+    /// Why `role` is on `link`: the policy's reason, or the suspected carrier it avoids.
+    public func reason(for role: LinkRole, on link: LinkID) -> String {
+        if let chosen = choice.carrier[role], chosen != link, let why = suspectReason[chosen] {
+            return "\(why); moved to link \(link) until it answers"
+        }
+        return choice.reason[role] ?? "oldest live link"
+    }
+
+    /// The carriers that changed since they were last reported, with their reasons.
+    public mutating func carrierChanges(in core: SessionCore) -> [CarrierChange] {
+        var out: [CarrierChange] = []
+        for role in [LinkRole.reliable, .bulk, .unreliable] {
+            guard let link = carrier(of: role, in: core), reported[role] != link else { continue }
+            reported[role] = link
+            out.append(CarrierChange(role: role, link: link, reason: reason(for: role, on: link)))
+        }
+        return out
+    }
+
+    // MARK: the upgrade trigger
+
+    /// Whether bulk starting now should propose a faster, negotiated link: the peer speaks a
+    /// minor that negotiates, and every link is Bluetooth.
+    public func bulkWantsFasterLink(sharedMinor: UInt8) -> Bool {
+        sharedMinor >= 1 && !links.isEmpty && links.values.allSatisfy { $0.linkClass == .bluetooth }
+    }
+}
