@@ -43,7 +43,7 @@ if [[ -n "${FUZZ_TARGETS:-}" ]]; then
 else
   TARGETS=()
   for f in Fuzz/*Fuzz.swift; do TARGETS+=("$(basename "$f" .swift)"); done
-  [[ -f Fuzz/Handshake/Package.swift ]] && TARGETS+=(HandshakeFuzz)
+  [[ -f Fuzz/Handshake/Package.swift ]] && TARGETS+=(HandshakeFuzz CoreFuzz)
 fi
 
 # Largest input per target: frames and Noise messages go up to 64 KiB.
@@ -52,6 +52,7 @@ max_len() {
     FrameFuzz) echo 66000 ;;
     DeframerFuzz) echo 140000 ;;
     HandshakeFuzz) echo 66000 ;;
+    CoreFuzz) echo 16384 ;;
     *) echo 4096 ;;
   esac
 }
@@ -91,23 +92,25 @@ failed=()
 summary=()
 # The Noise handshake target needs swift-crypto, so it is a small SwiftPM package of its own
 # (Fuzz/Handshake, whose PeerLinkWire and PeerLinkCore are symlinks to the real sources).
+# Builds the package's targets (HandshakeFuzz, CoreFuzz) once; sets PACKAGE_BIN.
 build_handshake() {
+  [[ -n "${PACKAGE_BIN:-}" ]] && return
   local pkg=(--package-path Fuzz/Handshake -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
-  echo "== building HandshakeFuzz (SwiftPM; the first build fetches and compiles swift-crypto)"
+  echo "== building HandshakeFuzz and CoreFuzz (SwiftPM; the first build fetches and compiles swift-crypto)"
   if ! swift build "${pkg[@]}" > "$LOGS/HandshakeFuzz.build.log" 2>&1; then
     grep -v "Cannot export local symbol" "$LOGS/HandshakeFuzz.build.log" | grep -E "error" >&2 || true
-    echo "fuzz.sh: building HandshakeFuzz failed (log $LOGS/HandshakeFuzz.build.log)" >&2
+    echo "fuzz.sh: building HandshakeFuzz and CoreFuzz failed (log $LOGS/HandshakeFuzz.build.log)" >&2
     exit 2
   fi
-  HANDSHAKE_BIN="$(swift build "${pkg[@]}" --show-bin-path)/HandshakeFuzz"
+  PACKAGE_BIN="$(swift build "${pkg[@]}" --show-bin-path)"
 }
 
 for t in "${TARGETS[@]}"; do
   corpus="Fuzz/corpus-$t"
   mkdir -p "$corpus"
-  if [[ "$t" == HandshakeFuzz ]]; then
+  if [[ "$t" == HandshakeFuzz || "$t" == CoreFuzz ]]; then
     build_handshake
-    exe="$HANDSHAKE_BIN"
+    exe="$PACKAGE_BIN/$t"
     "$exe" --write-seeds "$corpus"
   else
     src="Fuzz/$t.swift"

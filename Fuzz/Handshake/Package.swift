@@ -1,5 +1,5 @@
 // swift-tools-version: 6.0
-// The Noise handshake fuzz target. It needs swift-crypto, so it cannot be compiled straight from
+// The Noise handshake and core fuzz targets. They need swift-crypto, so it cannot be compiled straight from
 // the sources like the other fuzz targets; this small package builds the real PeerLinkWire and
 // PeerLinkCore sources and libcrypto's module map (symlinked from the main package) with the fuzz target as an executable.
 // Built and run by scripts/fuzz.sh; by hand:
@@ -25,6 +25,12 @@ let package = Package(
             name: "HandshakeFuzz",
             dependencies: ["PeerLinkCore", "PeerLinkWire", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/HandshakeFuzz"
+        ),
+        // The session core, invitation desk and path upkeep driven by hostile programs.
+        .executableTarget(
+            name: "CoreFuzz",
+            dependencies: ["PeerLinkCore", "PeerLinkWire"],
+            path: "Sources/CoreFuzz"
         ),
     ]
 )

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// Free space where received files go, less what transfers already accepted will still write.
@@ -26,49 +27,47 @@ enum DiskSpace {
 }
 
 /// Bytes promised to accepted transfers and not yet written, per file system.
-final class PendingWrites: @unchecked Sendable {
-    private let lock = NSLock()
-    private var bytes: [UInt64: UInt64] = [:]
+final class PendingWrites: Sendable {
+    private let bytes = Mutex<[UInt64: UInt64]>([:])
 
     /// Bytes promised on `device`.
-    func promised(on device: UInt64) -> UInt64 { lock.withLock { bytes[device] ?? 0 } }
+    func promised(on device: UInt64) -> UInt64 { bytes.withLock { $0[device] ?? 0 } }
 
     /// Promises `count` bytes on `device` until the reservation is updated or dropped.
     func reserve(_ count: UInt64, on device: UInt64) -> DiskReservation {
-        lock.withLock { bytes[device, default: 0] += count }
+        bytes.withLock { $0[device, default: 0] += count }
         return DiskReservation(device: device, remaining: count, owner: self)
     }
 
     fileprivate func release(_ count: UInt64, on device: UInt64) {
-        lock.withLock {
-            let left = (bytes[device] ?? 0) - min(count, bytes[device] ?? 0)
-            bytes[device] = left == 0 ? nil : left
+        bytes.withLock { b in
+            let left = (b[device] ?? 0) - min(count, b[device] ?? 0)
+            b[device] = left == 0 ? nil : left
         }
     }
 }
 
 /// Space promised to one incoming file; shrinks as bytes are written, released when dropped.
-final class DiskReservation: @unchecked Sendable {
+final class DiskReservation: Sendable {
     let device: UInt64
-    private let lock = NSLock()
-    private var remaining: UInt64
+    private let remaining: Mutex<UInt64>
     private let owner: PendingWrites
 
     fileprivate init(device: UInt64, remaining: UInt64, owner: PendingWrites) {
         self.device = device
-        self.remaining = remaining
+        self.remaining = Mutex(remaining)
         self.owner = owner
     }
 
     /// `count` more bytes reached the disk.
     func wrote(_ count: UInt64) {
-        let n = lock.withLock { () -> UInt64 in
-            let n = min(count, remaining)
-            remaining -= n
+        let n = remaining.withLock { r -> UInt64 in
+            let n = min(count, r)
+            r -= n
             return n
         }
         owner.release(n, on: device)
     }
 
-    deinit { owner.release(remaining, on: device) }
+    deinit { owner.release(remaining.withLock { $0 }, on: device) }
 }

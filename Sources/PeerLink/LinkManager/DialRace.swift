@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Dials a peer's paths happy-eyeballs style: the first at once, each next one when the
 /// previous attempts all failed or after `stagger` seconds, whichever comes first; the first
@@ -32,19 +33,23 @@ enum DialRace {
     }
 
     /// The shared state of one race.
-    private final class Race: @unchecked Sendable {
-        private let lock = NSLock()
-        private var continuation: CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>?
-        private var done = false
-        private var started = 0
-        private var failed = 0
-        private var everyoneStarted = false
-        private var reasons: [String] = []
-        /// The wait between two starts (`pause`), ended early when nothing is in flight.
-        private var pausing: CheckedContinuation<Void, Never>?
+    private final class Race: Sendable {
+        typealias Winner = CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>
+        private struct State {
+            var continuation: Winner?
+            var done = false
+            var started = 0
+            var failed = 0
+            var everyoneStarted = false
+            var reasons: [String] = []
+            /// The wait between two starts (`pause`), ended early when nothing is in flight.
+            var pausing: CheckedContinuation<Void, Never>?
+        }
+        private let state = Mutex(State())
 
-        func set(_ c: CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>) { lock.withLock { continuation = c } }
-        var failures: [String] { lock.withLock { reasons } }
+        func set(_ c: Winner) { state.withLock { $0.continuation = c } }
+        var failures: [String] { state.withLock { $0.reasons } }
+
         /// Waits `seconds`, or less: until every attempt in flight failed or one won.
         func pause(_ seconds: Double) async {
             let timer = Task.detached { [self] in
@@ -52,9 +57,9 @@ enum DialRace {
                 endPause()
             }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now: Bool = lock.withLock {
-                    guard !done, started > failed else { return true }
-                    pausing = c
+                let now: Bool = state.withLock { s in
+                    guard !s.done, s.started > s.failed else { return true }
+                    s.pausing = c
                     return false
                 }
                 if now { c.resume() }
@@ -62,17 +67,17 @@ enum DialRace {
             timer.cancel()
         }
 
-        private func endPause() { lock.withLock { () -> CheckedContinuation<Void, Never>? in defer { pausing = nil }; return pausing }?.resume() }
+        private func endPause() { state.withLock { s in defer { s.pausing = nil }; return s.pausing }?.resume() }
 
         /// Counts a new attempt; false once the race is decided.
-        func start() -> Bool { lock.withLock { if done { return false }; started += 1; return true } }
+        func start() -> Bool { state.withLock { s in if s.done { return false }; s.started += 1; return true } }
 
         func won(_ link: SecureLink, _ ep: TransportEndpoint) -> Bool {
-            let c: CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>? = lock.withLock {
-                if done { return nil }
-                done = true
-                defer { continuation = nil }
-                return continuation
+            let c: Winner? = state.withLock { s in
+                if s.done { return nil }
+                s.done = true
+                defer { s.continuation = nil }
+                return s.continuation
             }
             c?.resume(returning: (link, ep))
             endPause()
@@ -80,29 +85,29 @@ enum DialRace {
         }
 
         func failed(_ why: String) {
-            let (c, idle) = lock.withLock { () -> (CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>?, Bool) in
-                reasons.append(why)
-                failed += 1
-                return (finishIfLost(), failed == started)
+            let (c, idle) = state.withLock { s -> (Winner?, Bool) in
+                s.reasons.append(why)
+                s.failed += 1
+                return (Self.finishIfLost(&s), s.failed == s.started)
             }
             c?.resume(returning: nil)
             if idle { endPause() }
         }
 
         func allStarted() {
-            let c = lock.withLock { () -> CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>? in
-                everyoneStarted = true
-                return finishIfLost()
+            let c: Winner? = state.withLock { s in
+                s.everyoneStarted = true
+                return Self.finishIfLost(&s)
             }
             c?.resume(returning: nil)
         }
 
         /// Under the lock: every attempt started and failed.
-        private func finishIfLost() -> CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>? {
-            guard !done, everyoneStarted, failed == started else { return nil }
-            done = true
-            defer { continuation = nil }
-            return continuation
+        private static func finishIfLost(_ s: inout State) -> Winner? {
+            guard !s.done, s.everyoneStarted, s.failed == s.started else { return nil }
+            s.done = true
+            defer { s.continuation = nil }
+            return s.continuation
         }
     }
 }
