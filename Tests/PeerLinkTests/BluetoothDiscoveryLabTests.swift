@@ -94,7 +94,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         XCTAssertNotNil(first, "B found A before the restart")
 
         let t0 = Date()
-        try restartBluetoothd()
+        try restartLabBluetoothd()
         labLog(String(format: "bluetoothd restarted and adapters back after %.2f s", Date().timeIntervalSince(t0)))
         let lost = try await events.waitFor(30, after: t0) { e -> Bool? in
             if case let .lost(p) = e, p == a.peerID { return true }
@@ -288,33 +288,6 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         return items.compactMap(\.string)
     }
 
-    /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one the lab's way
-    /// (Hardware/bt-lab/start-bluetoothd.sh) and waits for all adapters.
-    func restartBluetoothd() throws {
-        let run = "/run/bt-lab"
-        guard let pidText = try? String(contentsOfFile: run + "/bluetoothd.pid", encoding: .utf8),
-              let pid = Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw XCTSkip("no /run/bt-lab/bluetoothd.pid: not the lab's bluetoothd")
-        }
-        kill(pid, SIGTERM)
-        var gone = false
-        for _ in 0..<100 where !gone {
-            do { _ = try BlueZProbe.adapters() } catch BlueZError.daemonNotRunning { gone = true } catch {}
-            if !gone { Thread.sleep(forTimeInterval: 0.1) }
-        }
-        XCTAssertTrue(gone, "bluetoothd left the bus within 10 s")
-        let logPath = (env["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
-        // system() rather than Process: Foundation's waitUntilExit did not return once the
-        // daemonised bluetoothd was running (seen in the lab).
-        let status = system("timeout 60 bash \(labScript("start-bluetoothd.sh")) \(logPath) </dev/null >/dev/null 2>>\(logPath)")
-        XCTAssertEqual(status, 0, "Hardware/bt-lab/start-bluetoothd.sh started bluetoothd")
-        let count = Int(env["PEERLINK_LAB_CONTROLLERS"] ?? "") ?? 8
-        var back = false
-        for _ in 0..<60 where !back {
-            if let adapters = try? BlueZProbe.adapters(), adapters.count >= count { back = true } else { Thread.sleep(forTimeInterval: 0.5) }
-        }
-        XCTAssertTrue(back, "all \(count) adapters back on D-Bus within 30 s")
-    }
 
     func discoveryScenario(_ label: String, medium: Medium, advertiserIndex: Int, browserIndex: Int, powerCycle: Bool,
                            make: (String) -> Transport) async throws {

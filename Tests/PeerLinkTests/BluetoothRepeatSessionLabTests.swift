@@ -60,7 +60,7 @@ final class BluetoothRepeatSessionLabTests: XCTestCase {
     func test4SessionsAfterBluetoothdRestart() throws {
         let pair = try Pair(tx: 0, rx: 1, env: env)
         try sessions(1, "RFCOMM before the restart", transports: "rfcomm", pair)
-        try restartBluetoothd()
+        try restartLabBluetoothd()
         try sessions(5, "RFCOMM after a bluetoothd restart", transports: "rfcomm", pair)
         try assertNoBond(pair)
     }
@@ -188,31 +188,4 @@ final class BluetoothRepeatSessionLabTests: XCTestCase {
         }
     }
 
-    /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one the lab's way
-    /// (Hardware/bt-lab/start-bluetoothd.sh) and waits for all adapters.
-    func restartBluetoothd() throws {
-        guard let text = try? String(contentsOfFile: "/run/bt-lab/bluetoothd.pid", encoding: .utf8),
-              let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw XCTSkip("no /run/bt-lab/bluetoothd.pid: not the lab's bluetoothd")
-        }
-        kill(pid, SIGTERM)
-        var gone = false
-        for _ in 0..<100 where !gone {
-            do { _ = try BlueZProbe.adapters() } catch BlueZError.daemonNotRunning { gone = true } catch {}
-            if !gone { Thread.sleep(forTimeInterval: 0.1) }
-        }
-        XCTAssertTrue(gone, "bluetoothd left the bus within 10 s")
-        let log = (env["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
-        // system() rather than Process: Foundation's waitUntilExit did not return once the
-        // daemonised bluetoothd ran (seen in the lab).
-        let status = system("timeout 60 bash \(labScript("start-bluetoothd.sh")) \(log) </dev/null >/dev/null 2>>\(log)")
-        XCTAssertEqual(status, 0, "Hardware/bt-lab/start-bluetoothd.sh started bluetoothd")
-        let count = Int(env["PEERLINK_LAB_CONTROLLERS"] ?? "") ?? 4
-        var back = false
-        for _ in 0..<60 where !back {
-            if let adapters = try? BlueZProbe.adapters(), adapters.count >= count { back = true } else { Thread.sleep(forTimeInterval: 0.5) }
-        }
-        XCTAssertTrue(back, "all \(count) adapters back on D-Bus within 30 s")
-        labLog("bluetoothd restarted")
-    }
 }
