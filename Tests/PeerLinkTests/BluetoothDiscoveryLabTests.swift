@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -357,7 +358,8 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-btd-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let content = Data((0..<(128 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        var rng360 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+        let content = Data((0..<(128 * 1024)).map { _ in UInt8.random(in: 0...255, using: &rng360) })
         try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
         let receiving = Task { () -> Bool in
             for await e in sa.events {
@@ -501,7 +503,8 @@ final class BluetoothCLILabTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-btcli-\(UUID())").path
         for sub in ["/rx", "/tx", "/inbox"] { try FileManager.default.createDirectory(atPath: dir + sub, withIntermediateDirectories: true) }
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let content = Data((0..<(64 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        var rng504 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+        let content = Data((0..<(64 * 1024)).map { _ in UInt8.random(in: 0...255, using: &rng504) })
         try content.write(to: URL(fileURLWithPath: dir + "/report.bin"))
 
         // bluetoothd as shipped: hci9 is not connectable until PeerLink advertises on it.

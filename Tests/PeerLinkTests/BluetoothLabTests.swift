@@ -1,6 +1,7 @@
 import CBlueZ
 import Crypto
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -216,7 +217,8 @@ final class BluetoothLabTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-bt-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let content = Data((0..<(300 * 1024)).map { _ in UInt8.random(in: 0...255) })
+        var rng219 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+        let content = Data((0..<(300 * 1024)).map { _ in UInt8.random(in: 0...255, using: &rng219) })
         try content.write(to: URL(fileURLWithPath: dir + "/blob.bin"))
         let offered = Task { () -> [UInt8]? in
             var sha: [UInt8]?
@@ -330,7 +332,8 @@ final class BluetoothLabTests: XCTestCase {
         try await scenario("RFCOMM", medium: .rfcomm, listenOn: env["PEERLINK_LAB_HCI11"] ?? hci1, dialFrom: env["PEERLINK_LAB_HCI10"] ?? hci0,
                            make: { RFCOMMTransport(adapterAddress: $0) }, config: labConfig()) { raw in
             // A length prefix announcing 300 bytes, then 300 random bytes.
-            raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
+            var rng333 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+            raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255, using: &rng333) })
         }
     }
 
@@ -341,7 +344,8 @@ final class BluetoothLabTests: XCTestCase {
         // On a pair of its own (hci12 → hci13), as test1 is.
         try await scenario("L2CAP BR/EDR", medium: .l2cap, listenOn: env["PEERLINK_LAB_HCI13"] ?? hci1, dialFrom: env["PEERLINK_LAB_HCI12"] ?? hci0,
                            make: { L2CAPTransport(adapterAddress: $0) }, config: labConfig()) { raw in
-            raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
+            var rng344 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+            raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255, using: &rng344) })
         }
     }
 
@@ -474,7 +478,8 @@ final class BluetoothLabTests: XCTestCase {
                                try? btmgmt(index: 3, "advertising", "off")
                                try? btmgmt(index: 3, "advertising", "on")
                            }) { raw in
-            raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255) })
+            var rng477 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+            raw.enqueue((0..<300).map { _ in UInt8.random(in: 0...255, using: &rng477) })
         }
     }
 
@@ -544,7 +549,8 @@ final class BluetoothLabTests: XCTestCase {
             var ok = 0
             let t0 = Date()
             for _ in 0..<5 {
-                let msg = (0..<size).map { _ in UInt8.random(in: 0...255) }
+                var rng547 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+                let msg = (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng547) }
                 d.enqueue(msg)
                 let got = try await withTimeout(15) { try? await s.receive() }
                 if let got, got == msg { ok += 1 } else { break }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TestKit
 import XCTest
 @testable import PeerLink
 
@@ -99,7 +100,8 @@ final class BluetoothRepeatSessionLabTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-repeat-\(UUID())").path
         for sub in ["/rx", "/tx", "/inbox"] { try FileManager.default.createDirectory(atPath: dir + sub, withIntermediateDirectories: true) }
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let content = Data((0..<fileSize).map { _ in UInt8.random(in: 0...255) })
+        var rng102 = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
+        let content = Data((0..<fileSize).map { _ in UInt8.random(in: 0...255, using: &rng102) })
         let file = dir + "/report.bin"
         try content.write(to: URL(fileURLWithPath: file))
         let service = "repeat"
