@@ -76,15 +76,8 @@ public final class OutgoingStream: Sendable {
     public func cancel() async { await channel.closeStream(id, cancel: true) }
 }
 
-/// A queue of chunks with one reader.
+/// Where a received file lands (its name made safe by `ResourceName.safe`).
 enum SafeFileName {
-    static func from(_ raw: String) -> String {
-        let last = raw.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        let cleaned = String(last.unicodeScalars.filter { $0.properties.generalCategory != .control && $0 != "\0" }.map(Character.init))
-        if cleaned.isEmpty || cleaned == "." || cleaned == ".." || cleaned.hasPrefix(".") { return "received" + (cleaned.isEmpty ? "" : "-" + cleaned.drop(while: { $0 == "." })) }
-        return cleaned
-    }
-
     /// `dir/name`, or `dir/name (2)`… when that exists.
     static func unique(in dir: String, name: String) -> String {
         let fm = FileManager.default

@@ -6,10 +6,10 @@ import PeerLinkCore
 /// writes and SHA-256 check, its verdict or refusal, and a cancel on either side. It lives
 /// inside its peer channel and runs on the channel's actor (`PeerProtocolHandler`).
 final class ResourceHandler: PeerProtocolHandler {
-    // Outgoing: the receiver's answers, by stream.
-    private var accepted: [UInt32: UInt64] = [:]
-    private var results: [UInt32: Bool] = [:]
-    /// Why the receiver refused or stopped one of our outgoing resources (RESOURCE_ERROR).
+    /// Outgoing resources, by stream: the receiver's answers and how far the bytes went.
+    private var outgoing: [UInt32: OutgoingResource] = [:]
+    /// Why the receiver refused or stopped one of our outgoing resources (RESOURCE_ERROR),
+    /// kept until the sending loop sees the stream cancelled behind it.
     private var refusals: [UInt32: ResourceError] = [:]
     // Incoming
     private var offers: [UInt32: ResourceOffer] = [:]
@@ -22,14 +22,10 @@ final class ResourceHandler: PeerProtocolHandler {
         let offer: ResourceOffer
         let directory: String
         let writer: IncomingFileWriter
-        /// Bytes in the part file (written and hashed).
-        var received: UInt64
-        let resumedFrom: UInt64
-        var lastReported: UInt64
+        /// The core's account of its bytes (taken, written, progress due).
+        var account: IncomingResource
         /// Space promised to this file on its disk, released as it is written or dropped.
         let reservation: DiskReservation?
-        /// Bytes handed to the writer and not yet written.
-        var queued: UInt64 = 0
     }
 
     // MARK: the channel's events
@@ -37,13 +33,13 @@ final class ResourceHandler: PeerProtocolHandler {
     func handle(_ event: SessionEvent, in channel: isolated PeerChannel) -> Bool {
         switch event {
         case let .resourceOffered(id, name, size, sha):
-            let offer = ResourceOffer(peer: channel.peer, stream: id, name: SafeFileName.from(name), size: size, sha256: sha)
+            let offer = ResourceOffer(peer: channel.peer, stream: id, name: ResourceName.safe(name), size: size, sha256: sha)
             offers[id] = offer
             channel.session.emit(.resourceOffered(offer))
         case let .resourceAccepted(id, offset):
-            accepted[id] = offset
+            outgoing[id]?.accepted(offset: offset)
         case let .resourceResult(id, ok):
-            results[id] = ok
+            outgoing[id]?.verdict(ok: ok)
         case let .resourceError(id, reason):
             refusals[id] = reason
         case let .streamData(id, bytes):
@@ -78,9 +74,10 @@ final class ResourceHandler: PeerProtocolHandler {
     /// One line of state, for diagnosing a transfer that does not progress.
     func debugState(_ core: SessionCore) -> String {
         let inbound = receiving.map {
-            "\($0.key): \($0.value.received)+\($0.value.queued)/\($0.value.offer.size) window \(core.window(of: $0.key) ?? 0)"
+            "\($0.key): \($0.value.account.received)+\($0.value.account.queued)/\($0.value.offer.size) window \(core.window(of: $0.key) ?? 0)"
         }
-        return "accepted=\(accepted) results=\(results) offers=\(offers.keys.sorted()) receiving=\(inbound)"
+        let outbound = outgoing.map { "\($0.key): \($0.value.phase) \($0.value.sent)/\($0.value.size)" }
+        return "outgoing=\(outbound) offers=\(offers.keys.sorted()) receiving=\(inbound)"
     }
 
     // MARK: outgoing
@@ -107,59 +104,59 @@ final class ResourceHandler: PeerProtocolHandler {
         let reader = try OutgoingFileReader(path: path)
         guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
         let id = try channel.core.offerResource(name: name, size: size, sha256: sha, now: Runtime.milliseconds())
+        outgoing[id] = OutgoingResource(size: size)
         channel.process()
-        defer { refusals[id] = nil }
-        while accepted[id] == nil {
-            try cancelIfNeeded(id, in: channel)
-            if channel.refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceDeclined(name) }
-            guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
-            await channel.waitForChange()
+        defer { outgoing[id] = nil; refusals[id] = nil }
+        func report(_ r: OutgoingResource) {
+            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.sent, total: size, resumedFrom: r.start))
         }
-        let start = min(accepted[id] ?? 0, size)
-        var sent = start
-        var lastReport = UInt64(0)
-        func report() {
-            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start))
-        }
-        report()
-        // Read ahead in chunks of up to 1 MiB (off this actor), hand them to the core within credit.
+        // The core's OutgoingResource decides each step; this loop reads, writes and waits.
         var chunk: [UInt8] = []
         var used = 0
-        while sent < size {
+        var reported = false
+        while true {
             guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
             try cancelIfNeeded(id, in: channel)
-            if channel.refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
-            let credit = channel.core.credit(of: id) ?? 0
-            if credit == 0 || channel.core.bulkBacklogBytes > channel.core.config.sendWindow {
+            if channel.refused.contains(id) { outgoing[id]?.refused(refusals[id]) }
+            guard let r = outgoing[id] else { throw PeerLinkError.notConnected(peer) }
+            if r.phase == .sending, !reported { reported = true; report(r) }
+            let step = r.next(credit: channel.core.credit(of: id) ?? 0,
+                              backlogFull: channel.core.bulkBacklogBytes > channel.core.config.sendWindow,
+                              readAhead: chunk.count - used)
+            switch step {
+            case .wait:
                 await channel.waitForChange()
-                continue
-            }
-            if used == chunk.count {
-                chunk = try await reader.read(at: sent, count: Int(min(UInt64(1 << 20), size - sent)))
+            case let .read(offset, count):
+                chunk = try await reader.read(at: offset, count: count)
                 used = 0
                 guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
-                continue  // state may have changed while reading
+            case let .write(n):
+                try channel.core.write(chunk[used..<used + n], to: id, now: Runtime.milliseconds())
+                channel.upgrade.bulkActivity(now: Runtime.milliseconds())
+                used += n
+                channel.process()
+                if outgoing[id]?.wrote(n) == true, let r = outgoing[id] { report(r) }
+            case .close:
+                channel.core.close(stream: id, cancel: false, now: Runtime.milliseconds())
+                outgoing[id]?.closed()
+                channel.process()
+            case .done:
+                switch r.phase {
+                case .finished(ok: true):
+                    let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.sent, total: size, resumedFrom: r.start)
+                    channel.session.emit(.resourceFinished(done, path: path, error: nil))
+                    return
+                case .finished(ok: false):
+                    let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.sent, total: size, resumedFrom: r.start)
+                    channel.session.emit(.resourceFinished(done, path: path, error: "the receiver's SHA-256 check failed"))
+                    throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed")
+                case let .refused(reason?):
+                    throw PeerLinkError.resourceRefused(name: name, reason: reason)
+                default:
+                    throw r.wasAccepted ? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") : PeerLinkError.resourceDeclined(name)
+                }
             }
-            let n = min(credit, 64 * 1024, chunk.count - used)
-            try channel.core.write(chunk[used..<used + n], to: id, now: Runtime.milliseconds())
-            channel.upgrade.bulkActivity(now: Runtime.milliseconds())
-            used += n
-            channel.process()
-            sent += UInt64(n)
-            if sent - lastReport >= 256 * 1024 || sent == size { lastReport = sent; report() }
         }
-        channel.core.close(stream: id, cancel: false, now: Runtime.milliseconds())
-        channel.process()
-        while results[id] == nil {
-            guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
-            if channel.refused.contains(id) { throw refusal(of: id, name) ?? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") }
-            await channel.waitForChange()
-        }
-        let ok = results.removeValue(forKey: id) ?? false
-        accepted[id] = nil
-        let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: sent, total: size, resumedFrom: start)
-        channel.session.emit(.resourceFinished(done, path: path, error: ok ? nil : "the receiver's SHA-256 check failed"))
-        guard ok else { throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed") }
     }
 
     /// The receiver's reason for refusing or stopping resource `id`, if it gave one.
@@ -201,25 +198,26 @@ final class ResourceHandler: PeerProtocolHandler {
         }
         let partPath = (partDir as NSString).appendingPathComponent(FileDigest.hex(offer.sha256) + ".part")
         let writer = try IncomingFileWriter(partPath: partPath, size: offer.size)
-        let needed = offer.size - writer.resumedFrom
         // Space other accepted transfers will still write to the same disk is not free.
         let device = DiskSpace.device(of: partDir)
-        if let free = DiskSpace.available(at: partDir) {
-            let promised = device.map { DiskSpace.pending.promised(on: $0) } ?? 0
-            let usable = free > keepFree + promised ? free - keepFree - promised : 0
-            if needed > usable {
-                writer.discard()
-                offers[offer.stream] = nil
-                let reason = ResourceError.noSpace(needed: needed, available: usable, margin: keepFree)
-                channel.core.refuseResource(offer.stream, error: reason, now: Runtime.milliseconds())
-                channel.process()
-                throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
-            }
+        let admission = ResourceAdmission.decide(size: offer.size, held: writer.resumedFrom,
+                                                 free: DiskSpace.available(at: partDir), keepFree: keepFree,
+                                                 promised: device.map { DiskSpace.pending.promised(on: $0) } ?? 0)
+        let needed: UInt64
+        switch admission {
+        case let .accept(n):
+            needed = n
+        case let .refuse(reason):
+            writer.discard()
+            offers[offer.stream] = nil
+            channel.core.refuseResource(offer.stream, error: reason, now: Runtime.milliseconds())
+            channel.process()
+            throw PeerLinkError.resourceRefused(name: offer.name, reason: reason)
         }
         offers[offer.stream] = nil
         let have = writer.resumedFrom
         receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, writer: writer,
-                                               received: have, resumedFrom: have, lastReported: have,
+                                               account: IncomingResource(size: offer.size, resumedFrom: have),
                                                reservation: device.map { DiskSpace.pending.reserve(needed, on: $0) })
         // A resumed prefix is hashed again before new bytes are written (on the writer's queue).
         let peer = channel.peer, session = channel.session, name = offer.name, size = offer.size
@@ -240,20 +238,22 @@ final class ResourceHandler: PeerProtocolHandler {
     }
 
     private func progress(_ f: IncomingFile, _ peer: PeerID) -> ResourceProgress {
-        ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.received, total: f.offer.size, resumedFrom: f.resumedFrom)
+        ResourceProgress(peer: peer, name: f.offer.name, direction: .receiving, completed: f.account.received, total: f.offer.size,
+                         resumedFrom: f.account.resumedFrom)
     }
 
     /// Takes received bytes of a file for its writer (handed over at the end of the pass);
     /// credit goes back once they are written, so a slow disk slows the sender.
     private func writeResource(_ id: UInt32, _ bytes: ArraySlice<UInt8>, in channel: isolated PeerChannel) {
-        guard var f = receiving[id] else { return }
-        guard f.received + f.queued + UInt64(bytes.count) <= f.offer.size else {
-            failResource(id, "the sender sent more than the announced \(f.offer.size) bytes", in: channel)
+        guard receiving[id] != nil else { return }
+        switch receiving[id]?.account.take(bytes.count) {
+        case .write?:
+            unwritten[id, default: []].append(bytes)
+        case let .overrun(announced)?:
+            failResource(id, "the sender sent more than the announced \(announced) bytes", in: channel)
+        case nil:
             return
         }
-        f.queued += UInt64(bytes.count)
-        receiving[id] = f
-        unwritten[id, default: []].append(bytes)
     }
 
     /// Hands each file's bytes of this pass to its writer, in order.
@@ -275,29 +275,24 @@ final class ResourceHandler: PeerProtocolHandler {
     }
 
     func written(_ id: UInt32, _ count: Int, _ result: Result<UInt64, IncomingFileWriter.Failure>, in channel: isolated PeerChannel) {
-        guard var f = receiving[id] else { return }
+        guard let f = receiving[id] else { return }
         switch result {
         case .success:
-            // Completions come back through separate tasks, so they may run out of order:
-            // count what each one wrote rather than trusting the latest `held` (which may
-            // include bytes whose own completion, still counted in `queued`, has not run).
-            f.queued -= UInt64(count)
+            // Completions come back through separate tasks, so they may run out of order: the
+            // account counts what each one wrote (IncomingResource.wrote).
             f.reservation?.wrote(UInt64(count))
-            f.received += UInt64(count)
-            receiving[id] = f
-            if f.received - f.lastReported >= 256 * 1024 || f.received == f.offer.size {
-                receiving[id]?.lastReported = f.received
+            if receiving[id]?.account.wrote(count) == true, let f = receiving[id] {
                 channel.session.emit(.resourceProgress(progress(f, channel.peer)))
             }
             channel.core.consumed(count, of: id, now: Runtime.milliseconds())
         case let .failure(.diskFull(held)):
-            receiving[id]?.received = held
+            receiving[id]?.account.stopped(holding: held)
             failResource(id, "the disk is full after \(ByteCount.text(held)) of \(ByteCount.text(f.offer.size)); the partial file is kept to resume",
-                         telling: .diskFull(held: held, size: f.offer.size), in: channel)
+                         telling: f.account.failure(diskFull: true, held: held, reason: ""), in: channel)
         case let .failure(.failed(held, reason)):
-            receiving[id]?.received = held
+            receiving[id]?.account.stopped(holding: held)
             failResource(id, "\(reason); the partial file is kept to resume",
-                         telling: .writeFailed(held: held, size: f.offer.size, reason: reason), in: channel)
+                         telling: f.account.failure(diskFull: false, held: held, reason: reason), in: channel)
         }
         channel.process()
     }
@@ -328,7 +323,7 @@ final class ResourceHandler: PeerProtocolHandler {
         guard var f = receiving.removeValue(forKey: id) else { return }
         switch result {
         case let .success(path):
-            f.received = f.offer.size
+            f.account.stopped(holding: f.offer.size)
             channel.core.finishResource(id, ok: true, now: Runtime.milliseconds())
             channel.session.emit(.resourceFinished(progress(f, channel.peer), path: path, error: nil))
         case let .failure(e):

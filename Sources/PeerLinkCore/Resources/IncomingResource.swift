@@ -1,0 +1,73 @@
+import PeerLinkWire
+
+/// The receiver's account of one resource (PROTOCOL §9.6–9.9) between its acceptance and its
+/// verdict: what the sender announced, what arrived, what the writer still holds, and when
+/// the application is due a progress report. Bytes are counted twice over on purpose: taken
+/// (arrived, handed to the writer) and written (the writer's completion came back). The
+/// writer's completions may come back in any order, so each one counts what it wrote, never a
+/// running total.
+public struct IncomingResource: Sendable, Equatable {
+    /// Bytes between two progress reports.
+    public static let progressStep: UInt64 = 256 * 1024
+
+    /// Bytes the sender announced in its offer.
+    public let size: UInt64
+    /// Bytes the part file already held when this run accepted (a resume).
+    public let resumedFrom: UInt64
+    /// Bytes in the part file: written and hashed.
+    public private(set) var received: UInt64
+    /// Bytes handed to the writer whose completion has not come back yet.
+    public private(set) var queued: UInt64 = 0
+    private var lastReported: UInt64
+
+    public init(size: UInt64, resumedFrom: UInt64) {
+        self.size = size
+        self.resumedFrom = min(resumedFrom, size)
+        self.received = self.resumedFrom
+        self.lastReported = self.resumedFrom
+    }
+
+    /// What to do with bytes that arrived.
+    public enum Take: Equatable, Sendable {
+        /// Hand them to the writer.
+        case write
+        /// The sender sent more than it announced: stop the resource, keep what is written.
+        case overrun(announced: UInt64)
+    }
+
+    /// Counts `count` arrived bytes as handed to the writer, unless they would run past the
+    /// announced size (then nothing is counted).
+    public mutating func take(_ count: Int) -> Take {
+        let n = UInt64(max(count, 0))
+        guard received + queued + n <= size else { return .overrun(announced: size) }
+        queued += n
+        return .write
+    }
+
+    /// The writer's completion for `count` bytes it wrote. Returns whether the application is
+    /// due a progress report (every `progressStep` bytes, and at the last byte).
+    public mutating func wrote(_ count: Int) -> Bool {
+        let n = min(UInt64(max(count, 0)), queued)
+        queued -= n
+        received += n
+        guard received - lastReported >= Self.progressStep || (received == size && lastReported != size) else { return false }
+        lastReported = received
+        return true
+    }
+
+    /// The writer stopped (disk full, write error) holding `held` bytes: those stay for a resume
+    /// and nothing queued will complete.
+    public mutating func stopped(holding held: UInt64) {
+        received = min(held, size)
+        queued = 0
+    }
+
+    /// Every announced byte is written.
+    public var isComplete: Bool { received == size && queued == 0 }
+
+    /// Why the receiver stops after its writer failed holding `held` bytes (told to the sender
+    /// as RESOURCE_ERROR).
+    public func failure(diskFull: Bool, held: UInt64, reason: String) -> ResourceError {
+        diskFull ? .diskFull(held: held, size: size) : .writeFailed(held: held, size: size, reason: reason)
+    }
+}
