@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // TOML 1.0 for configuration and scenario files (toml++ underneath; ~10 s of a cold build).
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // Codecs and validation rules for everything that crosses the wire. No dependencies,
@@ -66,17 +68,21 @@ let package = Package(
         // same run (PeerLinkHarness for its delaying relay).
         .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkHarness", "CPeerLinkSys",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
+        // TOML files (configuration, scenarios) read through TOMLKit, with typed fields that
+        // name the key and its line in every error.
+        .target(name: "PeerLinkTOML", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
-        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "CPeerLinkSys"]),
+        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkTOML", "CPeerLinkSys"]),
         .executableTarget(
             name: "peerlink-harness",
             dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "PeerLinkHarnessTests", dependencies: ["PeerLinkHarness", "TestKit"]),
+        .testTarget(name: "PeerLinkHarnessTests", dependencies: ["PeerLinkHarness", "PeerLinkTOML", "TestKit"]),
         // Test-only: reads the hex vectors of docs/PROTOCOL.md for both test targets below.
         .target(name: "DocVectors", path: "Tests/DocVectors"),
         // Test-only: bounded waits and replayable random inputs for every test target.
         .target(name: "TestKit", path: "Tests/TestKit"),
+        .testTarget(name: "PeerLinkTOMLTests", dependencies: ["PeerLinkTOML"]),
         .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors", "TestKit"]),
         .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore", "DocVectors", "TestKit"]),
         // Test-only: exports dbus_bus_get_private so one test process can use several D-Bus

@@ -1,4 +1,5 @@
 import PeerLink
+import PeerLinkTOML
 
 /// A transport-selection scenario: nodes (two unless it names more), the links between pairs
 /// of them, a timeline of events and traffic, and what must hold. See docs/HARNESS.md for the
@@ -114,9 +115,17 @@ public struct ScenarioError: Error, Equatable, CustomStringConvertible {
 extension Scenario {
     /// Reads a scenario from TOML text; every problem is reported with what to fix.
     public static func parse(_ text: String, defaultName: String = "scenario") throws -> Scenario {
-        let root: [String: TOMLValue]
-        do { root = try TOMLSubset.parse(text) } catch let e as TOMLError { throw ScenarioError(message: "\(e)") }
-        var r = Reader(table: root, path: "")
+        do {
+            return try read(TOMLFields(TOMLDocument(parsing: text), unknownKeyHint: "see docs/HARNESS.md"), defaultName: defaultName)
+        } catch let e as TOMLError {
+            throw ScenarioError(message: "\(e)")
+        } catch let e as TOMLFieldError {
+            throw ScenarioError(message: "\(e)")
+        }
+    }
+
+    private static func read(_ fields: TOMLFields, defaultName: String) throws -> Scenario {
+        var r = fields
         let name = try r.string("name") ?? defaultName
         let description = try r.string("description") ?? ""
         let policyText = try r.string("policy") ?? LinkPolicy.Kind.bluetoothFirst.rawValue
@@ -129,7 +138,7 @@ extension Scenario {
         guard nodes.count >= 2, Set(nodes).count == nodes.count, !nodes.contains(where: \.isEmpty) else {
             throw ScenarioError(message: "nodes must name two or more different nodes, got \(nodes)")
         }
-        func pair(_ t: inout Reader, _ key: String) throws -> [String] {
+        func pair(_ t: inout TOMLFields, _ key: String) throws -> [String] {
             guard let p = try t.strings(key) else { return Array(nodes.prefix(2)) }
             guard p.count == 2, p[0] != p[1], p.allSatisfy(nodes.contains) else {
                 throw ScenarioError(message: "\(t.path).\(key) must name two different nodes of \(nodes), got \(p)")
@@ -167,7 +176,7 @@ extension Scenario {
         }
         guard links.filter({ $0.kind == .wifiDirect }).count <= 1 else { throw ScenarioError(message: "at most one wifi-direct link") }
 
-        func linkName(_ t: inout Reader) throws -> String {
+        func linkName(_ t: inout TOMLFields) throws -> String {
             let l = try t.requiredString("link")
             guard links.contains(where: { $0.name == l }) else {
                 throw ScenarioError(message: "\(t.path).link '\(l)' is not a [[link]] of this scenario (links: \(links.map(\.name).joined(separator: ", ")))")
@@ -240,100 +249,5 @@ extension Scenario {
                                 events: events, traffic: traffic, expectations: expectations, invariants: inv)
         scenario.copyMessages = copyMessages
         return scenario
-    }
-}
-
-/// Typed access to a TOML table that remembers which keys were read, so unknown keys (typos)
-/// are errors instead of being ignored.
-struct Reader {
-    let table: [String: TOMLValue]
-    let path: String
-    private var used = Set<String>()
-
-    init(table: [String: TOMLValue], path: String) { self.table = table; self.path = path }
-
-    private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
-
-    private func wrongType(_ key: String, _ want: String, _ got: TOMLValue) -> ScenarioError {
-        ScenarioError(message: "\(name(key)) must be a \(want), not a \(got.typeName)")
-    }
-
-    mutating func string(_ key: String) throws -> String? {
-        used.insert(key)
-        guard let v = table[key] else { return nil }
-        guard case let .string(s) = v else { throw wrongType(key, "string", v) }
-        return s
-    }
-
-    mutating func requiredString(_ key: String) throws -> String {
-        guard let s = try string(key) else { throw ScenarioError(message: "\(name(key)) is missing") }
-        return s
-    }
-
-    mutating func int(_ key: String, min: Int, max: Int) throws -> Int? {
-        used.insert(key)
-        guard let v = table[key] else { return nil }
-        guard case let .integer(i) = v else { throw wrongType(key, "whole number", v) }
-        guard (min...max).contains(i) else { throw ScenarioError(message: "\(name(key)) = \(i) is outside \(min)…\(max)") }
-        return i
-    }
-
-    mutating func requiredInt(_ key: String, min: Int, max: Int) throws -> Int {
-        guard let i = try int(key, min: min, max: max) else { throw ScenarioError(message: "\(name(key)) is missing") }
-        return i
-    }
-
-    mutating func double(_ key: String, min: Double, max: Double) throws -> Double? {
-        used.insert(key)
-        guard let v = table[key] else { return nil }
-        let d: Double
-        switch v {
-        case let .float(f): d = f
-        case let .integer(i): d = Double(i)
-        default: throw wrongType(key, "number", v)
-        }
-        guard d >= min, d <= max else { throw ScenarioError(message: "\(name(key)) = \(d) is outside \(min)…\(max)") }
-        return d
-    }
-
-    mutating func strings(_ key: String) throws -> [String]? {
-        used.insert(key)
-        guard let v = table[key] else { return nil }
-        guard case let .array(items) = v else { throw wrongType(key, "array of strings", v) }
-        return try items.map { item in
-            guard case let .string(s) = item else { throw wrongType(key, "array of strings", item) }
-            return s
-        }
-    }
-
-    mutating func bool(_ key: String) throws -> Bool? {
-        used.insert(key)
-        guard let v = table[key] else { return nil }
-        guard case let .bool(b) = v else { throw wrongType(key, "boolean (true/false)", v) }
-        return b
-    }
-
-    mutating func table(_ key: String) throws -> Reader? {
-        used.insert(key)
-        guard let v = table[key] else { return nil }
-        guard case let .table(t) = v else { throw wrongType(key, "table ([\(key)])", v) }
-        return Reader(table: t, path: name(key))
-    }
-
-    mutating func tables(_ key: String) throws -> [Reader] {
-        used.insert(key)
-        guard let v = table[key] else { return [] }
-        guard case let .array(items) = v else { throw wrongType(key, "array of tables ([[\(key)]])", v) }
-        return try items.enumerated().map { i, item in
-            guard case let .table(t) = item else { throw wrongType(key, "array of tables ([[\(key)]])", item) }
-            return Reader(table: t, path: "\(key)[\(i + 1)]")
-        }
-    }
-
-    func noOtherKeys() throws {
-        let unknown = Set(table.keys).subtracting(used).sorted()
-        guard unknown.isEmpty else {
-            throw ScenarioError(message: "unknown key\(unknown.count > 1 ? "s" : "") " + unknown.map { name($0) }.joined(separator: ", ") + " (see docs/HARNESS.md)")
-        }
     }
 }

@@ -2,56 +2,8 @@ import Foundation
 import XCTest
 @testable import PeerLinkHarness
 
-/// The scenario file format: a strict TOML subset, and clear errors for unusable files.
+/// The scenario file format: TOML, and clear errors for unusable files.
 final class ScenarioFileTests: XCTestCase {
-    func testTOMLSubset() throws {
-        let doc = try TOMLSubset.parse("""
-        # comment
-        name = "x # not a comment"   # trailing comment
-        n = 1_000
-        f = 0.05
-        yes = true
-        list = [1, 2, "three"]
-
-        [table]
-        key = "v\\"q\\""
-
-        [[item]]
-        a = 1
-        [[item]]
-        a = 2
-        """)
-        XCTAssertEqual(doc["name"], .string("x # not a comment"))
-        XCTAssertEqual(doc["n"], .integer(1000))
-        XCTAssertEqual(doc["f"], .float(0.05))
-        XCTAssertEqual(doc["yes"], .bool(true))
-        XCTAssertEqual(doc["list"], .array([.integer(1), .integer(2), .string("three")]))
-        XCTAssertEqual(doc["table"], .table(["key": .string("v\"q\"")]))
-        XCTAssertEqual(doc["item"], .array([.table(["a": .integer(1)]), .table(["a": .integer(2)])]))
-    }
-
-    func testTOMLErrorsNameTheLine() {
-        let cases: [(String, Int, String)] = [
-            ("a = 1\nb = \"open", 2, "unterminated string"),
-            ("a = 1\na = 2", 2, "defined twice"),
-            ("[t]\n[t]", 2, "defined twice"),
-            ("x = yes", 1, "not a value"),
-            ("just text", 1, "expected 'key = value'"),
-            ("[[a]\n", 1, "']]'"),
-            ("a b = 1", 1, "not a bare key"),
-            ("a = [1 2]", 1, "expected ',' or ']'"),
-            ("a = 1 2", 1, "unexpected text"),
-            ("s = \"\\q\"", 1, "unsupported escape"),
-        ]
-        for (text, line, message) in cases {
-            XCTAssertThrowsError(try TOMLSubset.parse(text), text) { e in
-                guard let e = e as? TOMLError else { return XCTFail("\(e)") }
-                XCTAssertEqual(e.line, line, text)
-                XCTAssertTrue(e.message.contains(message), "\(text): \(e.message)")
-            }
-        }
-    }
-
     let minimal = """
     [[link]]
     name = "bt"
