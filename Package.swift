@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // TOML 1.0 for configuration and scenario files (toml++ underneath; ~10 s of a cold build).
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        // The daemon's log lines (journald priorities under systemd).
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // Codecs and validation rules for everything that crosses the wire. No dependencies,
@@ -60,6 +62,7 @@ let package = Package(
             name: "peerlink",
             dependencies: [
                 "PeerLink",
+                "PeerLinkDaemon",
                 "CPeerLinkSys",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -71,6 +74,9 @@ let package = Package(
         // TOML files (configuration, scenarios) read through TOMLKit, with typed fields that
         // name the key and its line in every error.
         .target(name: "PeerLinkTOML", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]),
+        // The field daemon's parts that need no radio: its configuration, and (later) its
+        // store-and-forward rules.
+        .target(name: "PeerLinkDaemon", dependencies: ["PeerLink", "PeerLinkTOML", .product(name: "Logging", package: "swift-log")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
         .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkTOML", "CPeerLinkSys"]),
         .executableTarget(
@@ -83,6 +89,7 @@ let package = Package(
         // Test-only: bounded waits and replayable random inputs for every test target.
         .target(name: "TestKit", path: "Tests/TestKit"),
         .testTarget(name: "PeerLinkTOMLTests", dependencies: ["PeerLinkTOML"]),
+        .testTarget(name: "PeerLinkDaemonTests", dependencies: ["PeerLinkDaemon"]),
         .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors", "TestKit"]),
         .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore", "DocVectors", "TestKit"]),
         // Test-only: exports dbus_bus_get_private so one test process can use several D-Bus
