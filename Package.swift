@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "PeerLink", targets: ["PeerLink"]),
         .executable(name: "peerlink", targets: ["peerlink"]),
         .executable(name: "peerlink-harness", targets: ["peerlink-harness"]),
+        .library(name: "PeerLinkStore", targets: ["PeerLinkStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
@@ -37,6 +38,22 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The system's SQLite (libsqlite3-dev; scripts/setup.sh installs it) for the ledger: a
+        // few tables do not justify a package build on CI's two cores.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // The durable store-and-forward ledger (docs/STORE.md): SQLite plus crash-safe file
+        // moves, with named crash points. No networking: kept free of the PeerLink I/O target.
+        .target(
+            name: "PeerLinkStore",
+            dependencies: ["CSQLite", "PeerLinkWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // Crash tests' workload: a sender and a receiver ledger exchanging items through files,
+        // killed at the crash points and at random moments by PeerLinkStoreTests.
+        .executableTarget(name: "peerlink-store-torture", dependencies: ["PeerLinkStore", "PeerLinkWire"]),
         // C wrappers for system calls Swift cannot call directly.
         .target(name: "CPeerLinkSys"),
         .systemLibrary(
@@ -91,6 +108,10 @@ let package = Package(
         .testTarget(name: "PeerLinkTOMLTests", dependencies: ["PeerLinkTOML"]),
         .testTarget(name: "PeerLinkDaemonTests", dependencies: ["PeerLinkDaemon"]),
         .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors", "TestKit"]),
+        .testTarget(
+            name: "PeerLinkStoreTests",
+            dependencies: ["PeerLinkStore", "CSQLite", "TestKit", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "PeerLinkCoreTests", dependencies: ["PeerLinkCore", "DocVectors", "TestKit"]),
         // Test-only: exports dbus_bus_get_private so one test process can use several D-Bus
         // system buses (one per namespace host). Never linked into the library or the CLI.

@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # openssh-server and -client are for peerlink-bench's file comparison only: the bench starts
 # its own sshd on 127.0.0.1 with throwaway keys; the machine's sshd is never started or enabled
 # by this script (below).
-PACKAGES=(pkg-config libssl-dev libavahi-client-dev libdbus-1-dev libbluetooth-dev avahi-daemon avahi-utils dbus
+PACKAGES=(pkg-config libssl-dev libsqlite3-dev libavahi-client-dev libdbus-1-dev libbluetooth-dev avahi-daemon avahi-utils dbus
           iproute2 nftables iperf3 ca-certificates openssh-server openssh-client)
 
 log() { printf '[setup] %s\n' "$*" >&2; }

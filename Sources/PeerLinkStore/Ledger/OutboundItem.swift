@@ -1,0 +1,70 @@
+import PeerLinkWire
+
+/// An item waiting for, travelling to, or done with one peer: a file or a small message with
+/// a sender-chosen ID, a priority and a time to live.
+public struct OutboundItem: Sendable, Equatable {
+    public enum Kind: String, Sendable, Codable {
+        case file, message
+    }
+
+    /// What is sent: a file the ledger refers to by path (the payload stays a file), or the
+    /// bytes of a message kept in the ledger itself.
+    public enum Payload: Sendable, Equatable {
+        case file(path: String)
+        case message([UInt8])
+
+        public var kind: Kind {
+            switch self {
+            case .file: return .file
+            case .message: return .message
+            }
+        }
+    }
+
+    /// Where an item is in its life. `queued` and `sending` are pending; the other three are
+    /// final and come with the payload moved aside.
+    public enum State: String, Sendable, Codable, CaseIterable {
+        case queued, sending, delivered, expired, failed
+
+        public var isPending: Bool { self == .queued || self == .sending }
+    }
+
+    public let id: ItemID
+    public let peer: PeerID
+    public let payload: Payload
+    public var kind: Kind { payload.kind }
+    /// The payload's size in bytes when it was enqueued.
+    public let size: UInt64
+    /// Higher goes first; items of equal priority go oldest first.
+    public let priority: Int
+    public let created: Timestamp
+    public let expires: Timestamp
+    public internal(set) var state: State
+    /// Why the item ended as it did (expiry, failure), for reports.
+    public internal(set) var reason: String?
+    /// Bytes the receiver has acknowledged holding: where a resumed transfer starts.
+    public internal(set) var acknowledged: UInt64
+    /// The receiver's receipt, once delivered.
+    public internal(set) var receipt: DeliveryReceipt?
+    /// False between a final state's commit and the payload's move aside (finished at open
+    /// after a crash).
+    public internal(set) var settled: Bool
+    /// Where the payload file was moved aside, once settled (nil for a message or a payload
+    /// that had already gone).
+    public internal(set) var archivedPath: String?
+}
+
+/// What `enqueue` did.
+public enum EnqueueOutcome: Sendable, Equatable {
+    /// The item is new in the ledger.
+    case added(OutboundItem)
+    /// An item with this ID was already there (it is returned as the ledger holds it; nothing
+    /// was changed).
+    case existing(OutboundItem)
+
+    public var item: OutboundItem {
+        switch self {
+        case let .added(i), let .existing(i): return i
+        }
+    }
+}
