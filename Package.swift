@@ -80,7 +80,9 @@ let package = Package(
             dependencies: [
                 "PeerLink",
                 "PeerLinkDaemon",
+                "PeerLinkStore",
                 "CPeerLinkSys",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -93,7 +95,9 @@ let package = Package(
         .target(name: "PeerLinkTOML", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]),
         // The field daemon's parts that need no radio: its configuration, and (later) its
         // store-and-forward rules.
-        .target(name: "PeerLinkDaemon", dependencies: ["PeerLink", "PeerLinkTOML", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "PeerLinkDaemon", dependencies: ["PeerLink", "PeerLinkStore", "PeerLinkTOML",
+                                                 .product(name: "Logging", package: "swift-log"),
+                                                 .product(name: "Crypto", package: "swift-crypto")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
         .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkTOML", "CPeerLinkSys"]),
         .executableTarget(

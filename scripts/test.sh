@@ -4,7 +4,8 @@
 #      run by a lab step (scripts/ci/check_lab_coverage.py)
 #   2. unit and loopback tests, and the Avahi tests in namespaces (scripts/ci/unit-tests.sh)
 #   3. the two-host end-to-end test with the real CLI in namespaces (scripts/e2e-twohost.sh),
-#      the same over two network paths per host pair (scripts/e2e-twopath.sh),
+#      the same over two network paths per host pair (scripts/e2e-twopath.sh), two field
+#      daemons storing and forwarding through kill -9 (scripts/e2e-daemon.sh),
 #      the scenario library of the transport-selection harness (scenarios/, reports in results/harness),
 #      the same library in the IP lab (scripts/harness-iplab.sh, reports in results/harness-iplab),
 #      and the CLI's answers to bad input (scripts/cli-checks.sh)
@@ -134,6 +135,9 @@ run_step e2e 300 "" "$here/e2e-twohost.sh" "$BIN/peerlink"
 
 step "two hosts, two network paths: link manager, peerlink links, path loss without message loss"
 run_step e2e-twopath 240 "" "$here/e2e-twopath.sh" "$BIN/peerlink"
+
+step "field daemons in network namespaces: store and forward, kill -9 of either side, expiry, SIGTERM"
+run_step e2e-daemon 300 "" "$here/e2e-daemon.sh" "$BIN/peerlink"
 
 step "transport-selection harness: the scenario library on the in-memory medium, in virtual time"
 mkdir -p "$root/results/harness"

@@ -131,7 +131,7 @@ extension DaemonConfig {
             c.quota = q
         }
         if let t = try duration(&f, "ttl") {
-            guard t >= 60 else { throw f.error("ttl", "ttl must be at least 1m (60 seconds)") }
+            guard t >= 1 else { throw f.error("ttl", "ttl must be at least 1s") }
             c.ttlSeconds = t
         }
         c.onReceive = try command(&f, "on_receive")

@@ -1,4 +1,4 @@
-import TOMLKit
+internal import TOMLKit
 
 /// A TOML file that could not be read, with where and why.
 public struct TOMLError: Error, Equatable, CustomStringConvertible {

@@ -17,7 +17,8 @@ struct PeerLinkCommand: AsyncParsableCommand {
         (default $XDG_CONFIG_HOME/peerlink, else ~/.config/peerlink).
         """,
         subcommands: [IdCommand.self, DoctorCommand.self, BrowseCommand.self, AdvertiseCommand.self,
-                      ChatCommand.self, SendCommand.self, ReceiveCommand.self, LinksCommand.self, TrustCommand.self]
+                      ChatCommand.self, SendCommand.self, ReceiveCommand.self, LinksCommand.self, TrustCommand.self,
+                      DaemonCommand.self]
     )
 
     static func main() async {

@@ -51,7 +51,7 @@ struct SendCommand: AsyncParsableCommand {
         for (index, file) in files.enumerated() {
             let name = (file as NSString).lastPathComponent
             let bar = ProgressBar(label: name)
-            let next = index + 1 < files.count ? files[index + 1] : nil
+            let following: String? = index + 1 < files.count ? files[index + 1] : nil
             let preparing = FirstTime()
             var attempt = 0
             while true {
@@ -59,8 +59,8 @@ struct SendCommand: AsyncParsableCommand {
                     try await session.sendResource(at: file, to: peer.peerID) { p in
                         // Once this file is hashed and on its way, the next one is hashed
                         // while it travels, so the next offer goes out at once.
-                        if p.stage == .transferring, let next, preparing.claim() {
-                            Task { try? await session.prepareToSend(fileAt: next) }
+                        if p.stage == .transferring, let following, preparing.claim() {
+                            Task { try? await session.prepareToSend(fileAt: following) }
                         }
                         if out.json { out.emit("", progressJSON(p)) } else { bar.update(p) }
                     }

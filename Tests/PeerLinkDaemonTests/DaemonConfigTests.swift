@@ -69,7 +69,7 @@ final class DaemonConfigTests: XCTestCase {
             ("keep_free = -5", 1, "keep_free = -5 is outside"),
             ("quota = 0", 1, "quota must be more than 0 bytes"),
             ("ttl = \"forever\"", 1, "ttl = \"forever\" is not a duration"),
-            ("ttl = 5", 1, "ttl must be at least 1m"),
+            ("ttl = 0", 1, "ttl must be at least 1s"),
             ("ttl = true", 1, "ttl must be a duration"),
             ("log_level = \"loud\"", 1, "use one of: trace, debug, info, notice, warning, error, critical"),
             ("metrics = \"9100\"", 1, "is not host:port"),

@@ -9,14 +9,14 @@ import Glibc
 /// so a transfer that reconnects and resumes does not hash a multi-gigabyte file again, and
 /// callers that ask while the same file is being hashed (a send to several peers, a send that
 /// `Session.prepareToSend` started early) wait for that one pass instead of starting another.
-enum FileDigest {
+package enum FileDigest {
     /// Bytes read per step.
     static let chunk = 4 << 20
 
     /// Size and digest of the file at `path`; `progress(done, total)` is called every few
     /// chunks while hashing, also when this caller joined a pass already under way (not when
     /// the digest was known).
-    static func sha256(ofFileAt path: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws -> (size: UInt64, digest: [UInt8]) {
+    package static func sha256(ofFileAt path: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws -> (size: UInt64, digest: [UInt8]) {
         let id = try FileIdentity(path: path)
         switch cache.join(id, progress: progress) {
         case let .known(digest):

@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 
 /// One SQLite connection, opened for durability: WAL journal, `synchronous=FULL` (a commit is
 /// on disk when it returns), foreign keys enforced, and a busy timeout. Not thread-safe: its

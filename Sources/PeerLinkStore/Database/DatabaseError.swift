@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 
 /// A failure of the SQLite database behind a ledger: SQLite's own message and result code,
 /// the file it concerns and, when a statement failed, the statement.

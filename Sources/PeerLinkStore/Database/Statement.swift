@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 
 /// A prepared statement of one `Database`. Bind with `bind(_:)`, step with `step()` or run
 /// with `run()`; read the current row's columns through `Row`. Reset before each use by the

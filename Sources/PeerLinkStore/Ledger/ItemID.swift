@@ -68,3 +68,20 @@ public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible, C
         }
     }
 }
+
+import Crypto
+import PeerLinkWire
+
+extension ItemID {
+    /// The key a receiver records item `id` of `sender` under: the first 16 bytes of
+    /// SHA-256 over both. Item IDs are chosen by their senders, so one peer could announce
+    /// another's ID; scoped by the sender's peer ID (its key), the same ID from two peers is two
+    /// items, and no peer can make a receiver take another's item for a duplicate.
+    public static func received(_ id: ItemID, from sender: PeerID) -> ItemID {
+        var h = SHA256()
+        h.update(data: Array("peerlink received item\0".utf8))
+        h.update(data: Array(sender.description.utf8))
+        h.update(data: id.bytes)
+        return ItemID(checked: Array(h.finalize().prefix(byteCount)))
+    }
+}

@@ -127,6 +127,11 @@ public final class Ledger: Sendable {
         try core.withLock { try $0.record(id) }
     }
 
+    /// Every record of items taken from `peer`, oldest first (a receiver's quota counts them).
+    public func records(from peer: PeerID) throws -> [InboundRecord] {
+        try core.withLock { try $0.records(from: peer) }
+    }
+
     /// Deletes the records whose `keepUntil` has passed at `now`; returns how many.
     @discardableResult
     public func purgeRecords(now: Timestamp) throws -> Int {

@@ -90,4 +90,8 @@ extension LedgerCore {
     func record(_ id: ItemID) throws -> InboundRecord? {
         try db.query("SELECT \(Self.inboundColumns) FROM inbound WHERE id = ?", id.bytes, map: inbound).first
     }
+
+    func records(from peer: PeerID) throws -> [InboundRecord] {
+        try db.query("SELECT \(Self.inboundColumns) FROM inbound WHERE peer = ? ORDER BY received_ms, id", peer.description, map: inbound)
+    }
 }

@@ -1,0 +1,139 @@
+import Foundation
+import PeerLink
+import PeerLinkStore
+import PeerLinkWire
+
+/// The holder's side: items queued from the outbox, announced to their peer, sent when asked,
+/// settled on the peer's receipt.
+extension FieldDaemon {
+    /// Most items announced to one peer and not yet answered: the rest wait, in priority order.
+    static let announceWindow = 4
+
+    /// Runs a ledger call on the blocking pool (each commit is an fsync).
+    func db<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
+        let ledger = self.ledger
+        return try await Runtime.offload("pl.ledger") { try body(ledger) }
+    }
+
+    /// Queues every complete file in the outbox that the ledger does not hold yet.
+    func scanOutbox() async {
+        let trusted = parts.trust.trustedPeers()
+        let (entries, problems) = OutboxScan.scan(config.outbox, trusted: trusted, seen: Set(found.keys))
+        for p in problems where reportedFolders.insert(p.folder).inserted {
+            log.warning("outbox folder skipped", metadata: ["folder": "\(p.folder)", "why": "\(p.reason)"])
+        }
+        let ttl = Duration.seconds(config.ttlSeconds), now = clock()
+        for e in entries {
+            do {
+                let outcome = try await db { try $0.enqueue(id: e.id, for: e.peer, payload: .file(path: e.path), ttl: ttl, now: now) }
+                if case .added = outcome {
+                    log.info("queued", metadata: ["item": "\(e.id)", "peer": "\(e.peer)", "file": "\(e.path)", "size": "\(e.size)"])
+                    inviteIfWorkWaits(e.peer)
+                }
+            } catch {
+                log.warning("could not queue an outbox file", metadata: ["file": "\(e.path)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Moves lapsed items aside (`expired/`, with the reason) and says so.
+    func expireItems() async {
+        let now = clock()
+        do {
+            for item in try await db({ try $0.expire(now: now) }) {
+                log.warning("expired before its peer came", metadata: ["item": "\(item.id)", "peer": "\(item.peer)",
+                                                                       "why": "\(item.reason ?? "time to live passed")"])
+            }
+        } catch {
+            log.error("could not expire items", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Announces the next items for `peer`, up to the window.
+    func announce(to peer: PeerID) async {
+        guard streams[peer] != nil else { return }
+        let room = Self.announceWindow - (announced[peer]?.count ?? 0)
+        guard room > 0 else { return }
+        let now = clock()
+        let skip = announced[peer] ?? []
+        guard let items = try? await db({ try $0.nextItems(for: peer, limit: Self.announceWindow + skip.count, now: now) }) else { return }
+        for item in items.filter({ !skip.contains($0.id) && !self.isResting($0.id, now: now) }).prefix(room) {
+            guard case let .file(path) = item.payload else { continue }
+            let digest: [UInt8]
+            do {
+                let (size, sha) = try await FileDigest.sha256(ofFileAt: path)
+                guard size == item.size else { throw PeerLinkError.file("\(path) changed size since it was queued (\(item.size) → \(size) bytes)") }
+                digest = sha
+            } catch {
+                log.error("item cannot be sent", metadata: ["item": "\(item.id)", "file": "\(path)", "error": "\(error)"])
+                _ = try? await db { try $0.markFailed(item.id, reason: "\(error)", now: now) }
+                continue
+            }
+            announced[peer, default: []].insert(item.id)
+            await send(.item(id: item.id.bytes, size: item.size, digest: digest, expiresAt: UInt64(max(0, item.expires.millisecondsSince1970)),
+                             name: (path as NSString).lastPathComponent), to: peer)
+        }
+    }
+
+    /// The peer holds the item: settle it (moved to `sent/` with the receipt).
+    func peerHas(_ raw: [UInt8], size: UInt64, digest: [UInt8], at receivedAt: UInt64, peer: PeerID) async {
+        guard let id = ItemID(bytes: raw), let item = try? await db({ try $0.item(id) }), item.peer == peer else { return }
+        announced[peer]?.remove(id)
+        guard item.state.isPending else { return }
+        let receipt = DeliveryReceipt(itemID: id, size: size, digest: ContentDigest.hex(digest),
+                                      receivedAt: Timestamp(millisecondsSince1970: Int64(clamping: receivedAt)))
+        let now = clock()
+        do {
+            _ = try await db { try $0.markDelivered(id, receipt: receipt, now: now) }
+            log.info("delivered", metadata: ["item": "\(id)", "peer": "\(peer)", "size": "\(size)"])
+        } catch {
+            log.error("could not record a delivery", metadata: ["item": "\(id)", "error": "\(error)"])
+        }
+        await announce(to: peer)
+    }
+
+    /// The peer asked for the item: send it as a resource named by its ID (resumed from what
+    /// the peer holds). The item settles only on the peer's receipt.
+    func peerWants(_ raw: [UInt8], peer: PeerID) async {
+        guard let id = ItemID(bytes: raw), transfers[id] == nil,
+              let item = try? await db({ try $0.item(id) }), item.peer == peer, item.state.isPending,
+              case let .file(path) = item.payload else { return }
+        let session = self.session, log = self.log
+        transfers[id] = Task {
+            do {
+                try await session.sendResource(at: path, name: id.description, to: peer)
+                log.debug("item's bytes verified by the peer; waiting for its receipt", metadata: ["item": "\(id)"])
+            } catch {
+                log.notice("item transfer stopped; it resumes when the peer is back", metadata: ["item": "\(id)", "peer": "\(peer)", "error": "\(error)"])
+            }
+            self.transferEnded(id, peer: peer)
+        }
+    }
+
+    func transferEnded(_ id: ItemID, peer: PeerID) {
+        transfers[id] = nil
+        // Announced again at the next tick when it is still pending: the peer answers HAVE
+        // if it recorded it meanwhile, WANT (resuming) otherwise.
+        announced[peer]?.remove(id)
+    }
+
+    /// The peer will not take the item now: an expired one is given up, the others rest a while.
+    func peerRefused(_ raw: [UInt8], reason: StoreForwardRecord.RefuseReason, text: String, peer: PeerID) async {
+        guard let id = ItemID(bytes: raw) else { return }
+        announced[peer]?.remove(id)
+        if reason == .expired {
+            let now = clock()
+            _ = try? await db { try $0.markFailed(id, reason: "the peer refused it as expired: \(text)", now: now) }
+            log.warning("peer refused an expired item", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)"])
+        } else {
+            resting[id] = clock() + .seconds(60)
+            log.notice("peer refused an item for now; trying again in 60 s", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)"])
+        }
+    }
+
+    func isResting(_ id: ItemID, now: Timestamp) -> Bool {
+        guard let until = resting[id] else { return false }
+        if until <= now { resting[id] = nil; return false }
+        return true
+    }
+}

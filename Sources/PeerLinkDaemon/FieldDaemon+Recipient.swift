@@ -1,0 +1,165 @@
+import Foundation
+import PeerLink
+import PeerLinkStore
+import PeerLinkWire
+
+/// The recipient's side: items announced by a holder, asked for, received into the staging
+/// folder, landed in the inbox by the ledger, acknowledged with a receipt.
+extension FieldDaemon {
+    /// How long a record of an item taken outlives the item's own expiry (clocks of two
+    /// machines in a field differ).
+    static let recordMargin: Duration = .seconds(86400)
+
+    /// Whether items and files from `peer` are taken, by the `accept` rule.
+    func takesFrom(_ peer: PeerID) -> Bool {
+        config.accept == .all || parts.trust.trustedPeers()[peer] != nil
+    }
+
+    /// Bytes of `peer`'s items in the inbox now (landed and not taken away).
+    func inboxBytes(of peer: PeerID) async -> UInt64 {
+        let inbox = config.inbox
+        let records = (try? await db { try $0.records(from: peer) }) ?? []
+        return records.reduce(0) { sum, r in
+            guard r.landed, let name = r.name, FileManager.default.fileExists(atPath: (inbox as NSString).appendingPathComponent(name)) else { return sum }
+            return sum + r.size
+        }
+    }
+
+    func stagingFolder(of peer: PeerID) -> String { (staging as NSString).appendingPathComponent(peer.description) }
+
+    func itemAnnounced(_ record: StoreForwardRecord, by peer: PeerID) async {
+        guard case let .item(raw, size, digest, expiresAt, _) = record, let id = ItemID(bytes: raw),
+              digest.count == StoreForwardRecord.digestSize else { return }
+        let key = ItemID.received(id, from: peer)
+        let now = clock()
+        if let r = try? await db({ try $0.record(key) }), r.landed {
+            await send(.have(id: raw, size: r.size, digest: r.digest, receivedAt: UInt64(max(0, r.received.millisecondsSince1970))), to: peer)
+            return
+        }
+        if Int64(clamping: expiresAt) < now.millisecondsSince1970 {
+            await send(.refuse(id: raw, reason: .expired, text: "its time to live passed before it arrived"), to: peer)
+            return
+        }
+        guard takesFrom(peer) else {
+            await send(.refuse(id: raw, reason: .notAccepted, text: "not in this node's trust store"), to: peer)
+            return
+        }
+        let held = await inboxBytes(of: peer)
+        guard held + size <= config.quota else {
+            await send(.refuse(id: raw, reason: .quota, text: "quota: \(ConfigValues.bytesText(held)) of \(ConfigValues.bytesText(config.quota)) held for this peer"), to: peer)
+            return
+        }
+        // Bytes that verified before a restart wait in the staging folder: land them now.
+        let staged = (stagingFolder(of: peer) as NSString).appendingPathComponent(id.description)
+        if FileManager.default.fileExists(atPath: staged) {
+            _ = rename(staged, ledger.partialFile(for: key))
+        }
+        if ledger.partialBytes(for: key) == size {
+            await land(id, record, from: peer)
+            return
+        }
+        wanted[peer, default: [:]][id] = record
+        await send(.want(id: raw), to: peer)
+    }
+
+    /// An offer: an item this node asked for goes to the staging folder; another file is
+    /// taken into the inbox when the `accept` rule and the quota allow.
+    func offered(_ offer: ResourceOffer) async {
+        if let id = ItemID(hex: offer.name), let record = wanted[offer.peer]?[id] {
+            guard case let .item(_, size, digest, _, _) = record, size == offer.size, digest == offer.sha256 else {
+                log.warning("an item's offer does not match its announcement; declined", metadata: ["item": "\(id)", "peer": "\(offer.peer)"])
+                await session.decline(offer)
+                return
+            }
+            await accept(offer, into: stagingFolder(of: offer.peer))
+            return
+        }
+        guard takesFrom(offer.peer) else {
+            log.notice("file declined: peer not in the trust store", metadata: ["peer": "\(offer.peer)", "name": "\(offer.name)"])
+            await session.decline(offer)
+            return
+        }
+        let held = await inboxBytes(of: offer.peer)
+        guard held + offer.size <= config.quota else {
+            log.notice("file declined: over the peer's quota", metadata: ["peer": "\(offer.peer)", "name": "\(offer.name)", "size": "\(offer.size)"])
+            await session.decline(offer)
+            return
+        }
+        await accept(offer, into: config.inbox)
+    }
+
+    private func accept(_ offer: ResourceOffer, into directory: String) async {
+        do {
+            try await session.accept(offer, into: directory, keepingFree: config.keepFree)
+        } catch {
+            log.notice("offer refused", metadata: ["peer": "\(offer.peer)", "name": "\(offer.name)", "why": "\(error)"])
+        }
+    }
+
+    /// A resource ended on this side: an item's bytes land through the ledger; a plain file
+    /// is already in the inbox.
+    func received(_ p: ResourceProgress, path: String?, error: String?) async {
+        guard let id = ItemID(hex: p.name), let record = wanted[p.peer]?[id] else {
+            if let path {
+                log.info("file received", metadata: ["peer": "\(p.peer)", "path": "\(path)", "size": "\(p.total)"])
+                runOnReceive(path: path, peer: p.peer, item: nil)
+            } else {
+                log.notice("file not received", metadata: ["peer": "\(p.peer)", "name": "\(p.name)", "why": "\(error ?? "unknown")"])
+            }
+            return
+        }
+        guard let path else {
+            log.notice("item transfer stopped; the partial file is kept to resume", metadata: ["item": "\(id)", "peer": "\(p.peer)", "why": "\(error ?? "unknown")"])
+            return
+        }
+        let key = ItemID.received(id, from: p.peer)
+        guard rename(path, ledger.partialFile(for: key)) == 0 else {
+            log.error("could not move a received item to the inbox", metadata: ["item": "\(id)", "path": "\(path)", "errno": "\(errno)"])
+            return
+        }
+        await land(id, record, from: p.peer)
+    }
+
+    /// Lands the item's complete partial file and sends the receipt.
+    func land(_ id: ItemID, _ record: StoreForwardRecord, from peer: PeerID) async {
+        guard case let .item(raw, size, digest, expiresAt, name) = record else { return }
+        wanted[peer]?[id] = nil
+        let key = ItemID.received(id, from: peer), now = clock()
+        let keep = Timestamp(millisecondsSince1970: Int64(clamping: expiresAt)) + Self.recordMargin
+        do {
+            let outcome = try await db { try $0.land(key, from: peer, name: name, size: size, digest: digest, keepUntil: keep, now: now) }
+            let r = outcome.record
+            if case let .new(_, path?) = outcome {
+                log.info("item received", metadata: ["item": "\(id)", "peer": "\(peer)", "path": "\(path)", "size": "\(size)"])
+                runOnReceive(path: path, peer: peer, item: id)
+            }
+            await send(.have(id: raw, size: r.size, digest: r.digest, receivedAt: UInt64(max(0, r.received.millisecondsSince1970))), to: peer)
+        } catch {
+            log.error("item did not land; the holder will offer it again", metadata: ["item": "\(id)", "peer": "\(peer)", "error": "\(error)"])
+        }
+    }
+
+    /// Runs `on_receive` for a delivered file (not waited for; its exit is logged).
+    func runOnReceive(path: String, peer: PeerID, item: ItemID?) {
+        guard let argv = config.onReceive, let program = argv.first else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = Array(argv.dropFirst())
+        var env = ProcessInfo.processInfo.environment
+        env["PEERLINK_FILE"] = path
+        env["PEERLINK_PEER"] = peer.description
+        env["PEERLINK_ITEM"] = item?.description ?? ""
+        process.environment = env
+        let log = self.log
+        process.terminationHandler = { p in
+            if p.terminationStatus != 0 {
+                log.warning("on_receive failed", metadata: ["file": "\(path)", "status": "\(p.terminationStatus)"])
+            }
+        }
+        do {
+            try process.run()
+        } catch {
+            log.error("could not run on_receive", metadata: ["program": "\(program)", "error": "\(error)"])
+        }
+    }
+}

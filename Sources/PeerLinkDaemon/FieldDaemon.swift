@@ -1,0 +1,239 @@
+import Foundation
+import Logging
+import PeerLink
+import PeerLinkStore
+import PeerLinkWire
+
+/// A field node (`peerlink daemon`): advertises, answers invitations by its `accept` rule,
+/// invites the peers it holds items for when they come into range, and moves items both ways
+/// with the store-and-forward service (docs/PROTOCOL.md §16) — each item delivered exactly
+/// once, whatever crashes or link losses come between (the ledger, docs/STORE.md).
+///
+/// The daemon is an actor; the ledger's calls (an fsync each) run on the blocking pool.
+public actor FieldDaemon {
+    /// What the daemon runs on, made by its caller from the configuration (the CLI's media plan).
+    public struct Parts: Sendable {
+        public var node: Node
+        public var session: Session
+        public var advertiser: Advertiser
+        public var browser: Browser
+        public var trust: IdentityStore
+
+        public init(node: Node, session: Session, advertiser: Advertiser, browser: Browser, trust: IdentityStore) {
+            self.node = node; self.session = session; self.advertiser = advertiser; self.browser = browser; self.trust = trust
+        }
+    }
+
+    /// How often the outbox is scanned and lapsed items expired.
+    public static let scanInterval: Duration = .seconds(2)
+    /// Least time between two invitations of the same peer.
+    static let inviteBackoff: Double = 10
+
+    let config: DaemonConfig
+    let parts: Parts
+    let ledger: Ledger
+    let log: Logger
+    let service: StoreForwardService
+    /// Wall-clock time for the ledger (item lifetimes cross restarts and machines).
+    let clock: @Sendable () -> Timestamp
+    /// Where incoming items' bytes are written until they verify: inside the inbox's file
+    /// system (the landing is a rename), hidden from readers of the inbox.
+    let staging: String
+
+    var session: Session { parts.session }
+    var node: Node { parts.node }
+
+    /// Peers with a session now, and this side's service stream to each.
+    var streams: [PeerID: OutgoingStream] = [:]
+    /// Items announced to a peer on this connection and not yet answered.
+    var announced: [PeerID: Set<ItemID>] = [:]
+    /// Items being sent as resources.
+    var transfers: [ItemID: Task<Void, Never>] = [:]
+    /// Items this node asked a peer for (WANT), by the ID in the resource's name.
+    var wanted: [PeerID: [ItemID: StoreForwardRecord]] = [:]
+    /// Peers found by the browser, for invitations.
+    var found: [PeerID: PeerInfo] = [:]
+    var lastInvitation: [PeerID: Double] = [:]
+    /// Items a peer refused for now, not announced again before the time given.
+    var resting: [ItemID: Timestamp] = [:]
+    /// Outbox folders already reported as unusable.
+    var reportedFolders: Set<String> = []
+    private var tasks: [Task<Void, Never>] = []
+
+    public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger,
+                clock: @escaping @Sendable () -> Timestamp = { Timestamp(millisecondsSince1970: Int64(Date().timeIntervalSince1970 * 1000)) }) throws {
+        self.config = config
+        self.parts = parts
+        self.ledger = ledger
+        self.log = log
+        self.clock = clock
+        self.staging = (config.inbox as NSString).appendingPathComponent(".peerlink-staging")
+        self.service = StoreForwardService()
+        try parts.node.register(service)
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: config.outbox, withIntermediateDirectories: true)
+    }
+
+    /// Runs until `stop()`: every loop of the daemon as a task of its own.
+    public func start() {
+        let parts = self.parts
+        tasks.append(Task { for await e in parts.session.events { await self.handle(e) } })
+        tasks.append(Task { for await inv in parts.advertiser.invitations { await self.answer(inv) } })
+        tasks.append(Task {
+            for await e in parts.browser.events {
+                switch e {
+                case let .found(p), let .updated(p): await self.found(p)
+                case let .lost(p): await self.lost(p)
+                case let .notice(text): await self.log.notice("discovery: \(text)")
+                }
+            }
+        })
+        tasks.append(Task { for await s in self.service.incoming { await self.read(s) } })
+        tasks.append(Task {
+            while !Task.isCancelled {
+                await self.tick()
+                try? await Task.sleep(for: Self.scanInterval)
+            }
+        })
+        parts.session.follow(parts.browser)
+    }
+
+    /// Stops the loops and the transfers under way (their partial files stay for a resume),
+    /// leaves the session and stops advertising and browsing.
+    public func stop() async {
+        for t in tasks { t.cancel() }
+        for t in transfers.values { t.cancel() }
+        tasks.removeAll()
+        service.finish()
+        parts.browser.stop()
+        await parts.session.disconnect()
+        await parts.advertiser.stop()
+    }
+
+    // MARK: invitations and presence
+
+    func answer(_ inv: Invitation) {
+        let who = "\(inv.displayName) [\(inv.peer)]"
+        let ok: Bool
+        switch config.accept {
+        case .all: ok = true
+        case .none: ok = false
+        case .known: ok = parts.trust.trustedPeers()[inv.peer] != nil
+        }
+        if ok {
+            log.info("accepted invitation", metadata: ["peer": "\(who)"])
+            inv.accept(into: session)
+        } else {
+            log.notice("declined invitation", metadata: ["peer": "\(who)", "why": "\(config.accept == .none ? "accept = none" : "not in the trust store (peerlink trust add \(inv.peer))")"])
+            inv.decline()
+        }
+    }
+
+    func found(_ p: PeerInfo) {
+        found[p.peerID] = p
+        inviteIfWorkWaits(p.peerID)
+    }
+
+    func lost(_ p: PeerID) { found[p] = nil }
+
+    /// Invites `peer` when items wait for it, it is in range and not in the session.
+    func inviteIfWorkWaits(_ peer: PeerID) {
+        guard streams[peer] == nil, let info = found[peer] else { return }
+        let now = ProcessInfo.processInfo.systemUptime
+        if let last = lastInvitation[peer], now - last < Self.inviteBackoff { return }
+        guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
+        lastInvitation[peer] = now
+        let session = self.session, log = self.log
+        Task {
+            do {
+                try await parts.browser.invite(info, to: session, timeout: 30)
+            } catch {
+                log.notice("could not invite a peer items wait for", metadata: ["peer": "\(info.displayName) [\(peer)]", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: the session's events
+
+    func handle(_ e: Session.Event) async {
+        switch e {
+        case let .peerStateChanged(peer, name, state):
+            if state == .connected, streams[peer] == nil {
+                log.info("peer connected", metadata: ["peer": "\(name) [\(peer)]"])
+                await connected(peer)
+            } else if state == .notConnected {
+                log.info("peer left", metadata: ["peer": "\(name) [\(peer)]"])
+                streams[peer] = nil
+                announced[peer] = nil
+                wanted[peer] = nil
+            }
+        case let .resourceOffered(offer):
+            await offered(offer)
+        case let .resourceFinished(p, path, error) where p.direction == .receiving:
+            await received(p, path: path, error: error)
+        case let .message(from, _, _):
+            log.debug("message ignored (the daemon's API will deliver messages)", metadata: ["peer": "\(from)"])
+        case let .streamOpened(s):
+            log.notice("stream refused: the daemon takes files and items only", metadata: ["peer": "\(s.peer)", "name": "\(s.name)"])
+            await s.cancel()
+        default:
+            break
+        }
+    }
+
+    /// A peer joined: open this side's service stream and announce what waits for it.
+    func connected(_ peer: PeerID) async {
+        do {
+            let stream = try await session.openServiceStream(name: StoreForwardService.streamName, to: peer)
+            streams[peer] = stream
+            announced[peer] = []
+            await announce(to: peer)
+        } catch {
+            log.warning("could not open the store-and-forward stream", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        }
+    }
+
+    /// Reads a peer's service stream until it ends.
+    func read(_ stream: IncomingStream) {
+        let peer = stream.peer
+        Task {
+            var deframer = StoreForwardDeframer()
+            do {
+                while let chunk = try await stream.read() {
+                    for record in try deframer.push(chunk) { await self.handle(record, from: peer) }
+                }
+            } catch {
+                self.log.warning("store-and-forward stream ended", metadata: ["peer": "\(peer)", "error": "\(error)"])
+                await stream.cancel()
+            }
+        }
+    }
+
+    func handle(_ record: StoreForwardRecord, from peer: PeerID) async {
+        switch record {
+        case .item: await itemAnnounced(record, by: peer)
+        case let .have(id, size, digest, receivedAt): await peerHas(id, size: size, digest: digest, at: receivedAt, peer: peer)
+        case let .want(id): await peerWants(id, peer: peer)
+        case let .refuse(id, reason, text): await peerRefused(id, reason: reason, text: text, peer: peer)
+        }
+    }
+
+    func send(_ record: StoreForwardRecord, to peer: PeerID) async {
+        guard let stream = streams[peer] else { return }
+        do {
+            try await stream.write(record.framed())
+        } catch {
+            log.warning("could not write to the store-and-forward stream", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: time
+
+    /// The periodic work: new files in the outbox, lapsed items, peers to invite.
+    func tick() async {
+        await scanOutbox()
+        await expireItems()
+        for peer in found.keys { inviteIfWorkWaits(peer) }
+        for peer in streams.keys { await announce(to: peer) }
+    }
+}

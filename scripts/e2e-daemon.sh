@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Two field nodes in network namespaces (each with its own dbus-daemon and avahi-daemon)
+# running `peerlink daemon` as a Pi runs it: a file dropped in one's outbox for the other
+# while the other is not running arrives once it starts; a larger item survives `kill -9` of
+# the receiver and of the sender at random moments and arrives exactly once, intact; an item
+# whose peer never comes expires and is moved aside with its reason; SIGTERM stops cleanly.
+#
+#   scripts/e2e-daemon.sh [PEERLINK_BINARY] [--kills N] [--mib M] [--seed S]
+# Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+bin=$root/.build/debug/peerlink
+kills=3; mib=48; seed=${PEERLINK_TEST_SEED:-$RANDOM}
+while [ $# -gt 0 ]; do
+    case $1 in
+        --kills) kills=$2; shift 2 ;;
+        --mib) mib=$2; shift 2 ;;
+        --seed) seed=$2; shift 2 ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        *) bin=$1; shift ;;
+    esac
+done
+[ -x "$bin" ] || { echo "e2e-daemon: no peerlink binary at $bin (run swift build)" >&2; exit 2; }
+lab="$here/lab/iplab.sh"
+work=$(mktemp -d /tmp/peerlink-daemon.XXXXXX)
+chmod 755 "$work"
+export IPLAB_PREFIX=${IPLAB_PREFIX:-pldmn}
+A=${IPLAB_PREFIX}a
+B=${IPLAB_PREFIX}b
+NAME=e2e-daemon
+# shellcheck source=lab/e2e-lib.sh
+. "$here/lab/e2e-lib.sh"
+trap e2e_cleanup EXIT
+echo "seed $seed (repeat with --seed $seed)"
+RANDOM=$seed
+
+peerid() { "$lab" exec "$1" env PEERLINK_CONFIG_DIR="$work/cfg-$1" "$bin" id --json | sed -n 's/.*"peer":"\([A-Za-z2-7]*\)".*/\1/p'; }
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# config HOST [extra TOML lines] — writes $work/HOST.toml
+config() {
+    local host=$1; shift
+    { printf 'service = "fieldtest"\nname = "%s"\nmedia = "ip"\naccept = "all"\nstate_dir = "%s"\nkeep_free = 0\nlog_level = "debug"\n' \
+        "$host" "$work/state-$host"; printf '%s\n' "$@"; } >"$work/$host.toml"
+}
+
+# start HOST — runs the daemon on HOST in the background (log appended to $work/HOST.log)
+declare -A daemon_pid
+start() {
+    local host=$1
+    "$lab" exec "$host" env PEERLINK_CONFIG_DIR="$work/cfg-$host" "$bin" daemon --config "$work/$host.toml" >>"$work/$host.log" 2>&1 &
+    daemon_pid[$host]=$!
+    pids+=($!)
+}
+
+# pid_of HOST — the daemon's own process (the lab's exec wrapper execs it in the namespace)
+pid_of() { pgrep -f "^$bin daemon --config $work/$1.toml" | head -1; }
+
+kill9() {
+    local host=$1 p
+    p=$(pid_of "$host")
+    [ -n "$p" ] && kill -9 "$p"
+    wait "${daemon_pid[$host]}" 2>/dev/null
+}
+
+# drop HOST PEER FILE SIZE_MIB — writes a random file under a temporary name, then renames it
+drop() {
+    local host=$1 peer=$2 name=$3 size=$4 dir="$work/state-$1/outbox/$2"
+    mkdir -p "$dir"
+    head -c "$((size * 1048576))" /dev/urandom >"$dir/.$name.tmp"
+    cp "$dir/.$name.tmp" "$work/original-$name"
+    mv "$dir/.$name.tmp" "$dir/$name"
+}
+
+t0=$(date +%s)
+if ! "$lab" up "$work/lab" 2 >"$work/lab-up.log" 2>&1; then
+    cat "$work/lab-up.log" >&2
+    echo "FAIL lab setup (see above)"; echo "0 passed, 1 failed"; exit 1
+fi
+echo "lab up in $(( $(date +%s) - t0 )) s"
+id_a=$(peerid "$A"); id_b=$(peerid "$B")
+
+# 0. A configuration with a typo is refused with its line, before anything starts.
+printf 'service = "x"\nacept = "all"\n' >"$work/bad.toml"
+"$bin" daemon --check-config "$work/bad.toml" >/dev/null 2>"$work/bad.err"; rc=$?
+check "check-config refuses an unknown key with its line (exit 78)" \
+    test "$rc" = 78 -a "$(grep -c 'bad.toml:2: unknown key acept' "$work/bad.err")" = 1
+
+# 1. A holds a file for B while B is not running; B starts later and gets it.
+config "$A"; config "$B"
+start "$A"
+drop "$A" "$id_b" first.bin 2
+check "the holder queues the outbox file for its peer" wait_for "$work/$A.log" "queued .*file=.*first.bin" 15
+sleep 2
+start "$B"
+check "the file arrives once the peer starts" wait_for "$work/$B.log" "item received .*first.bin" 60
+check "…intact, in the inbox under its name" test "$(sha "$work/state-$B/inbox/first.bin" 2>/dev/null)" = "$(sha "$work/original-first.bin")"
+check "…and the holder settles it on the receipt" wait_for "$work/$A.log" "delivered " 20
+check "…moving it to sent/ with the receipt" \
+    bash -c "ls '$work/state-$A/sent/'*-first.bin >/dev/null && grep -q receivedAt '$work/state-$A/sent/'*.json && [ -z \"\$(ls -A '$work/state-$A/outbox/$id_b')\" ]"
+
+# 2. A larger item survives kill -9 of either side at random moments, and arrives once. A's
+# side of the link is held to 64 Mbit/s (tc tbf) so that the kills land while bytes move.
+dev=$("$lab" exec "$A" ip -o link show | awk -F': ' '$2 !~ /^lo/ {sub(/@.*/, "", $2); print $2; exit}')
+"$lab" exec "$A" tc qdisc add dev "$dev" root tbf rate 64mbit burst 256kb latency 100ms
+drop "$A" "$id_b" big.bin "$mib"
+staged="$work/state-$B/inbox/.peerlink-staging/$id_a/.peerlink-partial"
+killed=0
+part_bytes() { find "$staged" -name '*.part' -printf '%s\n' 2>/dev/null | head -1; }
+last=0
+for ((k = 1; k <= 2 * kills; k++)); do
+    # Wait until the transfer has moved on since the last kill (resumed, 1 MiB further),
+    # then kill one side after a random 0.2-1.0 s.
+    moved=
+    for _ in $(seq 1 600); do
+        [ -f "$work/state-$B/inbox/big.bin" ] && break
+        b=$(part_bytes); [ -n "$b" ] && [ "$b" -gt $((last + 1048576)) ] && { moved=1; break; }
+        sleep 0.1
+    done
+    [ -n "$moved" ] || break
+    sleep "$(printf '0.%03d' $((200 + RANDOM % 800)))"
+    [ -f "$work/state-$B/inbox/big.bin" ] && break  # finished before the kill
+    if ((k % 2)); then victim=$B; else victim=$A; fi
+    kill9 "$victim"
+    killed=$((killed + 1))
+    last=$(part_bytes); last=${last:-0}
+    echo "     kill -9 $victim with $last of $((mib * 1048576)) bytes held"
+    start "$victim"
+done
+check "the big item arrives after the kills" wait_for "$work/$B.log" "item received .*big.bin" 180
+check "…intact" test "$(sha "$work/state-$B/inbox/big.bin" 2>/dev/null)" = "$(sha "$work/original-big.bin")"
+sleep 3
+check "…exactly once (one file, no second copy in the inbox)" \
+    test "$(find "$work/state-$B/inbox" -maxdepth 1 -type f -name '*big.bin*' | wc -l)" = 1
+check "…and settled once on the holder" wait_for "$work/$A.log" "delivered .*size=$((mib * 1048576))" 20
+check "…nothing partial left visible in the inbox" test -z "$(find "$work/state-$B/inbox" -maxdepth 1 -name '*.part')"
+check "…after $((2 * kills)) kills" test "$killed" -ge "$((2 * kills))"
+"$lab" exec "$A" tc qdisc del dev "$dev" root
+
+# 3. An item for a peer that never comes expires and is moved aside with its reason.
+ghost=$("$bin" id --config-dir "$work/ghost" --json | sed -n 's/.*"peer":"\([A-Za-z2-7]*\)".*/\1/p')
+kill "$(pid_of "$A")"; wait "${daemon_pid[$A]}" 2>/dev/null
+config "$A" 'ttl = "3s"'
+start "$A"
+drop "$A" "$ghost" late.bin 1
+check "an item whose peer never comes expires, with the reason" wait_for "$work/$A.log" "expired before its peer came" 20
+check "…and is moved to expired/ with a note" \
+    bash -c "ls '$work/state-$A/expired/'*-late.bin >/dev/null && grep -qi 'time to live' '$work/state-$A/expired/'*.json"
+
+# 4. SIGTERM stops the daemon cleanly.
+p=$(pid_of "$B"); kill -TERM "$p"
+for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+check "SIGTERM stops the daemon within 10 s, saying so" bash -c "! kill -0 $p 2>/dev/null && grep -q 'stopping' '$work/$B.log'"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
