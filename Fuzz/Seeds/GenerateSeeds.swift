@@ -94,6 +94,18 @@ struct GenerateSeeds {
         return [msgs(pieces), msgs([pieces[0], Frame.ping(token: 1).encode()] + pieces.dropFirst()), msgs([Frame.ack(upTo: 3).encode()])]
     }
 
+    /// Store-and-forward streams: the first byte cuts, then framed records.
+    static var storeForward: [[UInt8]] {
+        let id = [UInt8](repeating: 7, count: 16), digest = [UInt8](repeating: 9, count: 32)
+        let records: [StoreForwardRecord] = [
+            .item(id: id, size: 1 << 20, digest: digest, expiresAt: 1_800_000_000_000, name: "survey.csv"),
+            .have(id: id, size: 1 << 20, digest: digest, receivedAt: 1_790_000_000_000),
+            .want(id: id),
+            .refuse(id: id, reason: .quota, text: "quota: 4G of 4G held for this peer"),
+        ]
+        return [[3] + records.flatMap { $0.framed() }, [0] + records[0].framed()]
+    }
+
     static func main() {
         let args = CommandLine.arguments
         guard args.count == 3 else { fatalError("usage: GenerateSeeds <Target> <directory>") }
@@ -105,6 +117,7 @@ struct GenerateSeeds {
         case "DeframerFuzz": seeds = streams
         case "DatagramFuzz": seeds = datagrams
         case "PiecesFuzz": seeds = pieces
+        case "StoreForwardFuzz": seeds = storeForward
         default: seeds = []  // a target without generated seeds starts from an empty corpus
         }
         for (i, s) in seeds.enumerated() { write(s, to: "\(args[2])/seed-\(i)") }

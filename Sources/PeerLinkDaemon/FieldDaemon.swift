@@ -200,7 +200,8 @@ public actor FieldDaemon {
             var deframer = StoreForwardDeframer()
             do {
                 while let chunk = try await stream.read() {
-                    for record in try deframer.push(chunk) { await self.handle(record, from: peer) }
+                    deframer.append(chunk)
+                    while let record = try deframer.next() { await self.handle(record, from: peer) }
                 }
             } catch {
                 self.log.warning("store-and-forward stream ended", metadata: ["peer": "\(peer)", "error": "\(error)"])

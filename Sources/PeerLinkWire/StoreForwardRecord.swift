@@ -88,28 +88,30 @@ public enum StoreForwardRecord: Equatable, Sendable {
 }
 
 /// Cuts a byte stream into store-and-forward records (their `u32` length prefixes), however
-/// the bytes were split in transit.
+/// the bytes were split in transit: `append` what arrives, then take records with `next()`.
 public struct StoreForwardDeframer: Sendable {
     private var buffer: [UInt8] = []
+    private var start = 0
 
     public init() {}
 
-    /// Adds bytes; returns the records now complete. A length over the limit throws (the
-    /// stream is then unusable).
-    public mutating func push(_ bytes: [UInt8]) throws -> [StoreForwardRecord] {
+    public mutating func append(_ bytes: [UInt8]) {
+        if start > 0, start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
         buffer.append(contentsOf: bytes)
-        var out: [StoreForwardRecord] = []
-        var start = 0
-        while buffer.count - start >= 4 {
-            let n = buffer[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
-            guard n <= StoreForwardRecord.maxLength else {
-                throw WireError.limitExceeded(field: "store-and-forward record", value: n, limit: StoreForwardRecord.maxLength)
-            }
-            guard buffer.count - start - 4 >= n else { break }
-            out.append(try StoreForwardRecord.decode(Array(buffer[start + 4..<start + 4 + n])))
-            start += 4 + n
+    }
+
+    /// The next complete record, nil when more bytes are needed. A length over the limit or a
+    /// malformed record throws; the stream is then unusable.
+    public mutating func next() throws -> StoreForwardRecord? {
+        guard buffer.count - start >= 4 else { return nil }
+        let n = buffer[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
+        guard n <= StoreForwardRecord.maxLength else {
+            throw WireError.limitExceeded(field: "store-and-forward record", value: n, limit: StoreForwardRecord.maxLength)
         }
-        buffer.removeFirst(start)
-        return out
+        guard buffer.count - start - 4 >= n else { return nil }
+        let body = Array(buffer[start + 4..<start + 4 + n])
+        start += 4 + n
+        if start > 4096 { buffer.removeFirst(start); start = 0 }
+        return try StoreForwardRecord.decode(body)
     }
 }

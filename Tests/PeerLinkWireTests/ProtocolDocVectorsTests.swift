@@ -46,7 +46,14 @@ final class ProtocolDocVectorsTests: XCTestCase {
 
     static let checkedHere: Set<String> = Set(frames.map(\.0)).union([
         "hello", "hello-responder", "hello-unknown-field", "hello-discovery-info", "txt-rdata", "length-prefixed-noise-message-1", "pieces",
-    ])
+    ]).union(storeForward.map(\.0))
+
+    static let storeForward: [(String, StoreForwardRecord)] = [
+        ("sf-item", .item(id: Array(0..<16), size: 11, digest: helloWorldSHA256, expiresAt: 1_800_000_000_000, name: "hello.txt")),
+        ("sf-have", .have(id: Array(0..<16), size: 11, digest: helloWorldSHA256, receivedAt: 1_795_000_000_000)),
+        ("sf-want", .want(id: Array(0..<16))),
+        ("sf-refuse", .refuse(id: Array(0..<16), reason: .quota, text: "quota")),
+    ]
 
     var doc: DocVectors!
 
@@ -66,6 +73,17 @@ final class ProtocolDocVectorsTests: XCTestCase {
             let bytes = try doc.hex(name)
             XCTAssertEqual(try Frame.decode(bytes), frame, name)
             XCTAssertEqual(frame.encode(), bytes, name)
+        }
+    }
+
+    func testStoreForwardRecords() throws {
+        for (name, record) in Self.storeForward {
+            let bytes = try doc.hex(name)
+            var d = StoreForwardDeframer()
+            d.append(bytes)
+            XCTAssertEqual(try d.next(), record, name)
+            XCTAssertNil(try d.next(), name)
+            XCTAssertEqual(record.framed(), bytes, name)
         }
     }
 
