@@ -110,6 +110,9 @@ public actor FieldDaemon {
         await parts.advertiser.stop()
     }
 
+    /// Answers at once while the actor is free: the systemd watchdog's liveness check.
+    public func heartbeat() -> Bool { true }
+
     // MARK: invitations and presence
 
     func answer(_ inv: Invitation) {

@@ -124,7 +124,9 @@ struct FieldNodeRunner {
         log.info("running", metadata: ["peer": "\(node.peerID)", "name": "\(node.displayName)", "service": "\(service)",
                                        "media": "\(plan.summary(service))", "inbox": "\(config.inbox)", "outbox": "\(config.outbox)"])
         notify.send("READY=1\nSTATUS=advertising '\(service)' as \(node.displayName)")
-        let watchdog = Task { await notify.keepWatchdog() }
+        // The watchdog beats only while the daemon's actor answers: a daemon stuck in a call
+        // stops beating and systemd restarts it.
+        let watchdog = Task { await notify.keepWatchdog(healthy: { await daemon.heartbeat() }) }
         installSignalHandlers {
             notify.send("STOPPING=1")
             log.info("stopping")
