@@ -110,7 +110,8 @@ let package = Package(
         // Test-only: bounded waits and replayable random inputs for every test target.
         .target(name: "TestKit", path: "Tests/TestKit"),
         .testTarget(name: "PeerLinkTOMLTests", dependencies: ["PeerLinkTOML"]),
-        .testTarget(name: "PeerLinkDaemonTests", dependencies: ["PeerLinkDaemon"]),
+        .testTarget(name: "PeerLinkDaemonTests", dependencies: ["PeerLinkDaemon", "PeerLinkStore", "TestKit",
+                                                               .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "PeerLinkWireTests", dependencies: ["PeerLinkWire", "DocVectors", "TestKit"]),
         .testTarget(
             name: "PeerLinkStoreTests",

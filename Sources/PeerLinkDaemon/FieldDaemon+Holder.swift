@@ -126,8 +126,9 @@ extension FieldDaemon {
             _ = try? await db { try $0.markFailed(id, reason: "the peer refused it as expired: \(text)", now: now) }
             log.warning("peer refused an expired item", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)"])
         } else {
-            resting[id] = clock() + .seconds(60)
-            log.notice("peer refused an item for now; trying again in 60 s", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)"])
+            resting[id] = clock() + timing.refusalRest
+            log.notice("peer refused an item for now; trying again later", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)",
+                                                                                     "retryIn": "\(timing.refusalRest)"])
         }
     }
 

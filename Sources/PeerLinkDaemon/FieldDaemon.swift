@@ -24,12 +24,19 @@ public actor FieldDaemon {
         }
     }
 
-    /// How often the outbox is scanned and lapsed items expired.
-    public static let scanInterval: Duration = .seconds(2)
-    /// Least time between two invitations of the same peer.
-    static let inviteBackoff: Double = 10
+    /// How often the daemon scans its outbox, expires lapsed items and retries.
+    public struct Timing: Sendable {
+        /// Between two scans of the outbox (and expiry sweeps).
+        public var scanInterval: Duration = .seconds(2)
+        /// How long an item a peer refused for now (quota, no space, not accepted) rests.
+        public var refusalRest: Duration = .seconds(60)
+        /// Least time between two invitations of the same peer.
+        public var inviteBackoff: Duration = .seconds(10)
+        public init() {}
+    }
 
     let config: DaemonConfig
+    let timing: Timing
     let parts: Parts
     let ledger: Ledger
     let log: Logger
@@ -60,9 +67,10 @@ public actor FieldDaemon {
     var reportedFolders: Set<String> = []
     private var tasks: [Task<Void, Never>] = []
 
-    public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger,
+    public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger, timing: Timing = Timing(),
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp(millisecondsSince1970: Int64(Date().timeIntervalSince1970 * 1000)) }) throws {
         self.config = config
+        self.timing = timing
         self.parts = parts
         self.ledger = ledger
         self.log = log
@@ -92,7 +100,7 @@ public actor FieldDaemon {
         tasks.append(Task {
             while !Task.isCancelled {
                 await self.tick()
-                try? await Task.sleep(for: Self.scanInterval)
+                try? await Task.sleep(for: self.timing.scanInterval)
             }
         })
         parts.session.follow(parts.browser)
@@ -108,6 +116,7 @@ public actor FieldDaemon {
         parts.browser.stop()
         await parts.session.disconnect()
         await parts.advertiser.stop()
+        await parts.node.stop()
     }
 
     /// Answers at once while the actor is free: the systemd watchdog's liveness check.
@@ -143,7 +152,7 @@ public actor FieldDaemon {
     func inviteIfWorkWaits(_ peer: PeerID) {
         guard streams[peer] == nil, let info = found[peer] else { return }
         let now = ProcessInfo.processInfo.systemUptime
-        if let last = lastInvitation[peer], now - last < Self.inviteBackoff { return }
+        if let last = lastInvitation[peer], now - last < Double(timing.inviteBackoff.components.seconds) + Double(timing.inviteBackoff.components.attoseconds) / 1e18 { return }
         guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
         lastInvitation[peer] = now
         let session = self.session, log = self.log

@@ -1,0 +1,107 @@
+import Foundation
+import PeerLink
+import PeerLinkStore
+import TestKit
+import XCTest
+@testable import PeerLinkDaemon
+
+/// Two field daemons on the in-memory medium: what the store-and-forward service decides —
+/// delivery, the receiver's refusals (not trusted, quota, expired), and an item offered again
+/// after its receipt was lost.
+final class FieldDaemonTests: XCTestCase {
+    func randomBytes(_ n: Int) -> [UInt8] {
+        var rng = seededGenerator(self)
+        return (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+    }
+
+    func testAnItemForAPeerThatComesLaterArrivesOnceAndSettles() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let bRoot = dir + "/b"
+        let bPeer = try IdentityStore(directory: bRoot + "/cfg").loadOrCreate().identity.peerID
+        let bytes = randomBytes(300_000)
+        try a.drop("survey.csv", bytes: bytes, for: bPeer)
+        await a.waitForLog("queued")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: bRoot)
+        await b.waitForLog("item received")
+        await a.waitForLog("delivered")
+        XCTAssertEqual(FileManager.default.contents(atPath: b.inbox + "/survey.csv").map(Array.init), bytes)
+        XCTAssertEqual(files(b.inbox), ["survey.csv"])
+        XCTAssertEqual(files(a.outbox(for: bPeer)), [], "the outbox is empty once delivered")
+        let sent = files(a.config.stateDirectory + "/sent")
+        XCTAssertEqual(sent.count, 2, "\(sent)")
+        XCTAssertTrue(sent.contains { $0.hasSuffix("-survey.csv") } && sent.contains { $0.hasSuffix(".json") }, "\(sent)")
+        XCTAssertEqual(try a.ledger.items(in: [.delivered]).count, 1)
+        await a.stop(); await b.stop()
+    }
+
+    func testAReceiverThatDoesNotTrustTheHolderRefusesUntilItDoes() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        // B lets only trusted peers into its session.
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.accept = .known }
+        try a.drop("notes.txt", bytes: randomBytes(1000), for: b.peer)
+        await a.waitForLog("declined the invitation")
+        await b.waitForLog("not in the trust store (peerlink trust add \(a.peer))")
+        XCTAssertEqual(files(b.inbox), [])
+        XCTAssertEqual(try a.ledger.items(in: [.queued, .sending]).count, 1, "the item stays queued")
+        try b.trust.trust(a.peer, name: "alpha")
+        await b.waitForLog("item received")
+        await a.waitForLog("delivered")
+        await a.stop(); await b.stop()
+    }
+
+    func testAnItemOverTheQuotaWaitsAndTheQuotaCountsWhatTheInboxHolds() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.quota = 10_000 }
+        try a.drop("one.bin", bytes: randomBytes(6_000), for: b.peer)
+        await b.waitForLog("item received")
+        try a.drop("two.bin", bytes: randomBytes(6_000), for: b.peer)
+        await a.waitForLog("quota: ")
+        XCTAssertEqual(files(b.inbox), ["one.bin"], "the second item would go over the quota")
+        // Taking the first file away makes room; the second comes on a later try.
+        try FileManager.default.removeItem(atPath: b.inbox + "/one.bin")
+        await b.waitForLog("two.bin")
+        await a.stop(); await b.stop()
+    }
+
+    func testAnItemThatExpiredOnTheWayIsGivenUpWithTheReason() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        // B's clock is 30 days ahead: the item's 7 days are over by B's clock.
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b", clockOffset: .seconds(30 * 86400))
+        try a.drop("old.txt", bytes: randomBytes(100), for: b.peer)
+        await a.waitForLog("peer refused an expired item")
+        let failed = files(a.config.stateDirectory + "/failed")
+        XCTAssertTrue(failed.contains { $0.hasSuffix("-old.txt") }, "\(failed)")
+        let note = try failed.first { $0.hasSuffix(".json") }.map { try String(contentsOfFile: a.config.stateDirectory + "/failed/" + $0, encoding: .utf8) }
+        XCTAssertTrue(note?.contains("expired") == true, note ?? "no note")
+        XCTAssertEqual(files(b.inbox), [])
+        await a.stop(); await b.stop()
+    }
+
+    /// The holder lost its ledger after the receiver recorded the item (the receipt never
+    /// reached it): offered again under the same ID, the item is acknowledged, not delivered twice.
+    func testAnItemOfferedAgainAfterItsReceiptWasLostIsNotDeliveredTwice() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b")
+        try a.drop("log.txt", bytes: randomBytes(5000), for: b.peer)
+        await a.waitForLog("delivered")
+        await a.stop()
+        // The payload goes back where it was (a rename keeps its inode and time, so its ID),
+        // and the holder starts over without its ledger.
+        let sent = a.config.stateDirectory + "/sent"
+        let moved = try XCTUnwrap(files(sent).first { $0.hasSuffix("-log.txt") })
+        try FileManager.default.createDirectory(atPath: a.outbox(for: b.peer), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: sent + "/" + moved, toPath: a.outbox(for: b.peer) + "/log.txt")
+        try FileManager.default.removeItem(atPath: a.config.stateDirectory)
+        let again = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        await again.waitForLog("delivered")
+        XCTAssertEqual(files(b.inbox), ["log.txt"], "one copy")
+        XCTAssertEqual(b.log.filter { $0.contains("item received") }.count, 1)
+        XCTAssertFalse(again.log.contains { $0.contains("item's bytes verified") }, "answered from the record: no byte sent again")
+        await again.stop(); await b.stop()
+    }
+}
