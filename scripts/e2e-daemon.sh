@@ -136,6 +136,10 @@ check "…exactly once (one file, no second copy in the inbox)" \
 check "…and settled once on the holder" wait_for "$work/$A.log" "delivered .*size=$((mib * 1048576))" 20
 check "…nothing partial left visible in the inbox" test -z "$(find "$work/state-$B/inbox" -maxdepth 1 -name '*.part')"
 check "…after $((2 * kills)) kills" test "$killed" -ge "$((2 * kills))"
+# What crossed A's side of the link for this item (file, Noise and TCP/IP overhead, and what
+# was sent again after the kills): compare with a run with --kills 0 for the bytes resent.
+sent_bytes=$("$lab" exec "$A" tc -s qdisc show dev "$dev" | sed -n 's/.*Sent \([0-9]*\) bytes.*/\1/p' | head -1)
+echo "     link bytes from the holder: ${sent_bytes:-?} for $((mib * 1048576)) bytes of item after $killed kills"
 "$lab" exec "$A" tc qdisc del dev "$dev" root
 
 # 3. An item for a peer that never comes expires and is moved aside with its reason.
