@@ -128,8 +128,8 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertTrue(first.contains("id: 1\nevent: item.queued\ndata: {"), first)
         XCTAssertTrue(first.contains("id: 2\nevent: item.delivered\n"), first)
 
-        let later = DispatchQueue.global()
-        later.asyncAfter(deadline: .now() + 0.3) { self.backend.events.publish(.peerLeft, peer: "def") }
+        let events = backend.events
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { events.publish(.peerLeft, peer: "def") }
         let resumed = try exchange(path, "GET /v1/events?after=2 HTTP/1.1\r\nHost: x\r\n\r\n", until: "id: 3\n")
         XCTAssertFalse(resumed.contains("id: 2\n"), resumed)
         XCTAssertTrue(resumed.contains("id: 3\nevent: peer.left\n"), resumed)

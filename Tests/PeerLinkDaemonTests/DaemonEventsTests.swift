@@ -49,12 +49,14 @@ final class DaemonEventsTests: XCTestCase {
     func testAWaitEndsEmptyAtItsTimeoutOrWhenCancelled() async {
         let e = DaemonEvents(capacity: 8, firstID: 1)
         let start = ContinuousClock.now
-        XCTAssertEqual(ids(await e.wait(after: 0, timeout: .milliseconds(50))), [])
+        let timedOut = await e.wait(after: 0, timeout: .milliseconds(50))
+        XCTAssertEqual(ids(timedOut), [])
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(50))
         let reader = Task { await e.wait(after: 0, timeout: .seconds(30)) }
         while e.waiting == 0 { try? await Task.sleep(for: .milliseconds(5)) }
         reader.cancel()
-        XCTAssertEqual(ids(await reader.value), [])
+        let cancelled = await reader.value
+        XCTAssertEqual(ids(cancelled), [])
         XCTAssertEqual(e.waiting, 0)
     }
 

@@ -91,7 +91,7 @@ final class HTTPRequestParserTests: XCTestCase {
         refused("GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", 400, "folded")
         refused("GET / HTTP/1.1\r\nHost: h\r\nContent-Length : 3\r\n\r\nabc", 400, "not a token")
         refused("GET / HTTP/1.1\r\nHost: h\r\nX: a\u{1}b\r\n\r\n", 400, "control character")
-        refused("GET / HTTP/1.1\r\nHost: h\r\nno colon\r\n\r\n", 400, "not a token")
+        refused("GET / HTTP/1.1\r\nHost: h\r\nno colon\r\n\r\n", 400, "without a colon")
         refused("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "exactly one Host")
         refused("GET / HTTP/1.1\r\n\r\n", 400, "exactly one Host")
     }
