@@ -3,7 +3,9 @@
 # running `peerlink daemon` as a Pi runs it: a file dropped in one's outbox for the other
 # while the other is not running arrives once it starts; a larger item survives `kill -9` of
 # the receiver and of the sender at random moments and arrives exactly once, intact; an item
-# whose peer never comes expires and is moved aside with its reason; SIGTERM stops cleanly.
+# whose peer never comes expires and is moved aside with its reason; the local API answers
+# `peerlink status` and a Python client (Examples/python/peerlink_client.py) that queues an
+# item and follows the event stream until it is delivered; SIGTERM stops cleanly.
 #
 #   scripts/e2e-daemon.sh [PEERLINK_BINARY] [--kills N] [--mib M] [--seed S]
 # Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
@@ -41,8 +43,8 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 # config HOST [extra TOML lines] — writes $work/HOST.toml
 config() {
     local host=$1; shift
-    { printf 'service = "fieldtest"\nname = "%s"\nmedia = "ip"\naccept = "all"\nstate_dir = "%s"\nkeep_free = 0\nlog_level = "debug"\n' \
-        "$host" "$work/state-$host"; printf '%s\n' "$@"; } >"$work/$host.toml"
+    { printf 'service = "fieldtest"\nname = "%s"\nmedia = "ip"\naccept = "all"\nstate_dir = "%s"\nkeep_free = 0\nlog_level = "debug"\nruntime_dir = "%s"\n' \
+        "$host" "$work/state-$host" "$work/run-$host"; printf '%s\n' "$@"; } >"$work/$host.toml"
 }
 
 # start HOST — runs the daemon on HOST in the background (log appended to $work/HOST.log)
@@ -152,7 +154,22 @@ check "an item whose peer never comes expires, with the reason" wait_for "$work/
 check "…and is moved to expired/ with a note" \
     bash -c "ls '$work/state-$A/expired/'*-late.bin >/dev/null && grep -qi 'time to live' '$work/state-$A/expired/'*.json"
 
-# 4. SIGTERM stops the daemon cleanly.
+# 4. The local API: `peerlink status`, and a Python client that queues an item for B through
+# A's socket and follows A's events until it is delivered, then resumes with no duplicate.
+sock_a="$work/run-$A/daemon.sock"
+check "peerlink status answers through the socket" bash -c "
+    '$bin' status --socket '$sock_a' --json >'$work/status.json' && grep -q '\"peer\":\"$id_a\"' '$work/status.json'"
+check "…and says clearly when no daemon runs (exit 1)" bash -c "
+    '$bin' status --socket '$work/none.sock' 2>&1 >/dev/null | grep -q 'no daemon at $work/none.sock (start one with' ; [ \${PIPESTATUS[0]} = 1 ]"
+check "the socket is mode 0660" test "$(stat -c %a "$sock_a")" = 660
+head -c 300000 /dev/urandom >"$work/api-item.bin"
+check "a Python client reads the status (under 100 ms), queues an item, sees it delivered, resumes with no duplicate" \
+    timeout 90 python3 "$root/Examples/python/peerlink_client.py" --socket "$sock_a" send-and-wait "$id_b" "$work/api-item.bin" --timeout 60
+check "…and the item arrives intact" bash -c "
+    for _ in \$(seq 1 50); do [ -f '$work/state-$B/inbox/api-item.bin' ] && break; sleep 0.2; done
+    [ \"\$(sha256sum <'$work/state-$B/inbox/api-item.bin')\" = \"\$(sha256sum <'$work/api-item.bin')\" ]"
+
+# 5. SIGTERM stops the daemon cleanly.
 p=$(pid_of "$B"); kill -TERM "$p"
 for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM stops the daemon within 10 s, saying so" bash -c "! kill -0 $p 2>/dev/null && grep -q 'stopping' '$work/$B.log'"

@@ -8,7 +8,8 @@
 #   SWIFTC=/path/to/swiftc              compiler (default: swiftc on PATH, else /opt/swift/usr/bin/swiftc)
 #   FUZZ_JOBS=N                         libFuzzer worker processes per target (default 1)
 #
-# Each target is compiled straight from Sources/PeerLinkWire with
+# Each target is compiled straight from Sources/PeerLinkWire (HTTPFuzz also with the daemon API's
+# pure HTTP request reader, Sources/PeerLinkDaemon/API/HTTPRequestParser.swift) with
 # `swiftc -sanitize=fuzzer,address -parse-as-library -O` (the toolchain's own libFuzzer), seeded
 # with valid encodings written by Fuzz/Seeds/GenerateSeeds.swift, and run with -max_total_time.
 # Corpora grow in Fuzz/corpus-<Target>/ and are reused by later runs; crash inputs land in
@@ -37,6 +38,12 @@ LOGS="$BIN/logs"
 mkdir -p "$BIN" "$CRASHES" "$LOGS"
 
 WIRE_SOURCES=(Sources/PeerLinkWire/*.swift)
+# Sources some targets compile beside the Wire sources (pure Swift, no imports).
+extra_sources() {
+  case "$1" in
+    HTTPFuzz) echo Sources/PeerLinkDaemon/API/HTTPRequestParser.swift ;;
+  esac
+}
 
 if [[ -n "${FUZZ_TARGETS:-}" ]]; then
   read -r -a TARGETS <<<"$FUZZ_TARGETS"
@@ -61,16 +68,18 @@ max_len() {
 build() {
   local src="$1" out="$2"; shift 2
   local stale=0
+  local extra
+  read -r -a extra <<<"$(extra_sources "$(basename "$out")")"
   if [[ ! -x "$out" ]]; then stale=1
   else
-    for f in "${WIRE_SOURCES[@]}" "$src"; do
+    for f in "${WIRE_SOURCES[@]}" ${extra[@]+"${extra[@]}"} "$src"; do
       if [[ "$f" -nt "$out" ]]; then stale=1; break; fi
     done
   fi
   if (( stale )); then
     echo "== building $(basename "$out")"
     # The linker's "Cannot export local symbol '__asan_…'" warnings are harmless; hide them.
-    if ! "$SWIFTC" "$@" -parse-as-library -O "${WIRE_SOURCES[@]}" "$src" -o "$out" 2> "$LOGS/$(basename "$out").build.log"; then
+    if ! "$SWIFTC" "$@" -parse-as-library -O "${WIRE_SOURCES[@]}" ${extra[@]+"${extra[@]}"} "$src" -o "$out" 2> "$LOGS/$(basename "$out").build.log"; then
       grep -v "Cannot export local symbol" "$LOGS/$(basename "$out").build.log" >&2 || true
       echo "fuzz.sh: building $(basename "$out") failed" >&2
       exit 2

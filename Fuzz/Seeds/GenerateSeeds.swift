@@ -118,6 +118,13 @@ struct GenerateSeeds {
         case "DatagramFuzz": seeds = datagrams
         case "PiecesFuzz": seeds = pieces
         case "StoreForwardFuzz": seeds = storeForward
+        // The first byte chooses where HTTPFuzz splits the rest.
+        case "HTTPFuzz": seeds = [
+            "\u{10}GET /v1/status HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "\u{20}POST /v1/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n{\"peer\":\"p\",\"path\":\"/a/b\"}",
+            "\u{05}GET /v1/events?after=12 HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 3\r\n\r\n",
+            "\u{30}POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc",
+        ].map { Array($0.utf8) }
         default: seeds = []  // a target without generated seeds starts from an empty corpus
         }
         for (i, s) in seeds.enumerated() { write(s, to: "\(args[2])/seed-\(i)") }

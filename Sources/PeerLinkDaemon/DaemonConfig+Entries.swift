@@ -22,6 +22,7 @@ extension DaemonConfig {
             ("on_receive", onReceive.map(list) ?? "(none)"),
             ("log_level", quoted(logLevel)),
             ("metrics", metrics.map(quoted) ?? "false"),
+            ("runtime_dir", runtimeDirectory.map(quoted) ?? "(PEERLINK_RUNTIME_DIR, else /run/peerlink as root, else XDG_RUNTIME_DIR/peerlink)"),
         ]
     }
 
@@ -32,6 +33,7 @@ extension DaemonConfig {
             "bluetooth_transports": bluetoothTransports, "wifi": wifi as Any, "state_dir": stateDirectory,
             "inbox": inbox, "outbox": outbox, "accept": accept.rawValue, "keep_free": keepFree, "quota": quota,
             "ttl_seconds": ttlSeconds, "on_receive": onReceive as Any, "log_level": logLevel, "metrics": metrics as Any,
+            "runtime_dir": runtimeDirectory as Any,
         ]
     }
 }

@@ -47,6 +47,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var logLevel = "info"
     /// `host:port` for the Prometheus text endpoint; nil: none.
     public var metrics: String?
+    /// Where the API socket (`daemon.sock`) is made; nil: by `DaemonPaths`' rule
+    /// (`$PEERLINK_RUNTIME_DIR`, else `/run/peerlink` for root, else `$XDG_RUNTIME_DIR/peerlink`).
+    public var runtimeDirectory: String?
 
     public init() {}
 }
@@ -137,6 +140,14 @@ extension DaemonConfig {
         c.onReceive = try command(&f, "on_receive")
         if let l = try f.choice("log_level", logLevels) { c.logLevel = l }
         c.metrics = try metrics(&f)
+        if let r = try f.string("runtime_dir") {
+            guard !r.isEmpty else { throw f.error("runtime_dir", "runtime_dir is empty") }
+            let dir = path(r), socket = DaemonPaths.socket(in: dir)
+            guard socket.utf8.count <= 107 else {
+                throw f.error("runtime_dir", "runtime_dir: the socket path \(socket) is \(socket.utf8.count) bytes; a Unix socket's path is at most 107")
+            }
+            c.runtimeDirectory = dir
+        }
         try f.noOtherKeys()
         return c
     }

@@ -23,11 +23,12 @@ extension FieldDaemon {
             log.warning("outbox folder skipped", metadata: ["folder": "\(p.folder)", "why": "\(p.reason)"])
         }
         let ttl = Duration.seconds(config.ttlSeconds), now = clock()
-        for e in entries {
+        for e in entries where !submitting.contains(e.path) {
             do {
                 let outcome = try await db { try $0.enqueue(id: e.id, for: e.peer, payload: .file(path: e.path), ttl: ttl, now: now) }
                 if case .added = outcome {
                     log.info("queued", metadata: ["item": "\(e.id)", "peer": "\(e.peer)", "file": "\(e.path)", "size": "\(e.size)"])
+                    events.publish(.itemQueued, peer: e.peer.description, item: e.id.description, path: e.path, size: e.size)
                     inviteIfWorkWaits(e.peer)
                 }
             } catch {
@@ -43,6 +44,8 @@ extension FieldDaemon {
             for item in try await db({ try $0.expire(now: now) }) {
                 log.warning("expired before its peer came", metadata: ["item": "\(item.id)", "peer": "\(item.peer)",
                                                                        "why": "\(item.reason ?? "time to live passed")"])
+                events.publish(.itemExpired, peer: item.peer.description, item: item.id.description, path: item.archivedPath,
+                               size: item.size, reason: item.reason ?? "time to live passed")
             }
         } catch {
             log.error("could not expire items", metadata: ["error": "\(error)"])
@@ -66,7 +69,9 @@ extension FieldDaemon {
                 digest = sha
             } catch {
                 log.error("item cannot be sent", metadata: ["item": "\(item.id)", "file": "\(path)", "error": "\(error)"])
-                _ = try? await db { try $0.markFailed(item.id, reason: "\(error)", now: now) }
+                if (try? await db({ try $0.markFailed(item.id, reason: "\(error)", now: now) })) != nil {
+                    events.publish(.itemFailed, peer: peer.description, item: item.id.description, size: item.size, reason: "\(error)")
+                }
                 continue
             }
             announced[peer, default: []].insert(item.id)
@@ -86,6 +91,7 @@ extension FieldDaemon {
         do {
             _ = try await db { try $0.markDelivered(id, receipt: receipt, now: now) }
             log.info("delivered", metadata: ["item": "\(id)", "peer": "\(peer)", "size": "\(size)"])
+            events.publish(.itemDelivered, peer: peer.description, item: id.description, size: size)
         } catch {
             log.error("could not record a delivery", metadata: ["item": "\(id)", "error": "\(error)"])
         }
@@ -123,7 +129,9 @@ extension FieldDaemon {
         announced[peer]?.remove(id)
         if reason == .expired {
             let now = clock()
-            _ = try? await db { try $0.markFailed(id, reason: "the peer refused it as expired: \(text)", now: now) }
+            if let item = try? await db({ try $0.markFailed(id, reason: "the peer refused it as expired: \(text)", now: now) }) {
+                events.publish(.itemFailed, peer: peer.description, item: id.description, size: item.size, reason: item.reason)
+            }
             log.warning("peer refused an expired item", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)"])
         } else {
             resting[id] = clock() + timing.refusalRest

@@ -102,6 +102,7 @@ extension FieldDaemon {
         guard let id = ItemID(hex: p.name), let record = wanted[p.peer]?[id] else {
             if let path {
                 log.info("file received", metadata: ["peer": "\(p.peer)", "path": "\(path)", "size": "\(p.total)"])
+                events.publish(.fileReceived, peer: p.peer.description, path: path, size: p.total)
                 runOnReceive(path: path, peer: p.peer, item: nil)
             } else {
                 log.notice("file not received", metadata: ["peer": "\(p.peer)", "name": "\(p.name)", "why": "\(error ?? "unknown")"])
@@ -131,6 +132,7 @@ extension FieldDaemon {
             let r = outcome.record
             if case let .new(_, path?) = outcome {
                 log.info("item received", metadata: ["item": "\(id)", "peer": "\(peer)", "path": "\(path)", "size": "\(size)"])
+                events.publish(.itemReceived, peer: peer.description, item: id.description, path: path, size: size)
                 runOnReceive(path: path, peer: peer, item: id)
             }
             await send(.have(id: raw, size: r.size, digest: r.digest, receivedAt: UInt64(max(0, r.received.millisecondsSince1970))), to: peer)

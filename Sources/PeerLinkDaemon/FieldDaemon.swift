@@ -65,11 +65,21 @@ public actor FieldDaemon {
     var resting: [ItemID: Timestamp] = [:]
     /// Outbox folders already reported as unusable.
     var reportedFolders: Set<String> = []
+    /// What the daemon did, for the API's event stream (`GET /v1/events`).
+    public nonisolated let events: DaemonEvents
+    /// When the daemon was made (`ProcessInfo.systemUptime`), for its uptime.
+    nonisolated let startedAt = ProcessInfo.processInfo.systemUptime
+    /// Display names of the peers with a session now.
+    var peerNames: [PeerID: String] = [:]
+    /// Outbox files the API is queueing itself (the outbox scan leaves them alone).
+    var submitting: Set<String> = []
     private var tasks: [Task<Void, Never>] = []
 
-    public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger, timing: Timing = Timing(),
+    public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger, events: DaemonEvents = DaemonEvents(),
+                timing: Timing = Timing(),
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp(millisecondsSince1970: Int64(Date().timeIntervalSince1970 * 1000)) }) throws {
         self.config = config
+        self.events = events
         self.timing = timing
         self.parts = parts
         self.ledger = ledger
@@ -172,9 +182,12 @@ public actor FieldDaemon {
         case let .peerStateChanged(peer, name, state):
             if state == .connected, streams[peer] == nil {
                 log.info("peer connected", metadata: ["peer": "\(name) [\(peer)]"])
+                peerNames[peer] = name
+                events.publish(.peerConnected, peer: peer.description, name: name)
                 await connected(peer)
             } else if state == .notConnected {
                 log.info("peer left", metadata: ["peer": "\(name) [\(peer)]"])
+                if peerNames.removeValue(forKey: peer) != nil { events.publish(.peerLeft, peer: peer.description, name: name) }
                 streams[peer] = nil
                 announced[peer] = nil
                 wanted[peer] = nil

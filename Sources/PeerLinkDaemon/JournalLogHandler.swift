@@ -43,7 +43,7 @@ public struct JournalLogHandler: LogHandler {
         if journal {
             write("<\(Self.priority(event.level))>\(line)")
         } else {
-            write("\(Date().formatted(.iso8601)) \(event.level) \(line)")
+            write("\(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))) \(event.level) \(line)")
         }
     }
 }

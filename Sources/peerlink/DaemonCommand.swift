@@ -115,6 +115,7 @@ struct FieldNodeRunner {
                                                                   browser: browser, trust: store),
                                      ledger: ledger, log: log)
         await daemon.start()
+        let api = try startAPI(daemon, log: log)
         do {
             try await advertiser.start()
             try await browser.start()
@@ -131,8 +132,29 @@ struct FieldNodeRunner {
             notify.send("STOPPING=1")
             log.info("stopping")
             watchdog.cancel()
+            api.stop()
             await daemon.stop()
         }
         while true { try? await Task.sleep(for: .seconds(3600)) }
+    }
+
+    /// Serves the local API (docs/API.md) on `daemon.sock` in the runtime directory.
+    func startAPI(_ daemon: FieldDaemon, log: Logger) throws -> UnixHTTPServer {
+        let access = APIAccess.forThisProcess()
+        let directory = DaemonPaths.runtimeDirectory(configured: config.runtimeDirectory)
+        let path = DaemonPaths.socket(in: directory)
+        let api = DaemonAPI(backend: daemon)
+        do {
+            try DaemonPaths.prepare(directory, groupID: access.groupID)
+            let server = try UnixHTTPServer(path: path, access: access) { request, caller in
+                await api.handle(request, caller: caller)
+            }
+            server.start()
+            log.info("API listening", metadata: ["socket": "\(path)",
+                                                 "group": "\(access.groupID.map { _ in APIAccess.groupName } ?? "(none)")"])
+            return server
+        } catch {
+            throw RuntimeFailure("cannot serve the API at \(path): \(error) (set runtime_dir in the configuration, or PEERLINK_RUNTIME_DIR)")
+        }
     }
 }

@@ -13,6 +13,16 @@ final class DaemonConfigTests: XCTestCase {
         XCTAssertEqual(c.keepFree, 64 << 20)
         XCTAssertEqual(c.ttlSeconds, 7 * 86400)
         XCTAssertNil(c.metrics)
+        XCTAssertNil(c.runtimeDirectory)
+    }
+
+    func testTheRuntimeDirectoryRule() {
+        XCTAssertEqual(DaemonPaths.runtimeDirectory(configured: "/srv/run", environment: ["PEERLINK_RUNTIME_DIR": "/e"], uid: 0), "/srv/run")
+        XCTAssertEqual(DaemonPaths.runtimeDirectory(environment: ["PEERLINK_RUNTIME_DIR": "/e", "XDG_RUNTIME_DIR": "/x"], uid: 1000), "/e")
+        XCTAssertEqual(DaemonPaths.runtimeDirectory(environment: ["XDG_RUNTIME_DIR": "/run/user/0"], uid: 0), "/run/peerlink")
+        XCTAssertEqual(DaemonPaths.runtimeDirectory(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], uid: 1000), "/run/user/1000/peerlink")
+        XCTAssertEqual(DaemonPaths.runtimeDirectory(environment: [:], uid: 1000), "/tmp/peerlink-1000")
+        XCTAssertEqual(DaemonPaths.socket(in: "/run/peerlink"), "/run/peerlink/daemon.sock")
     }
 
     func testEveryKeyIsRead() throws {
@@ -33,6 +43,7 @@ final class DaemonConfigTests: XCTestCase {
         on_receive = "logger got $PEERLINK_FILE"
         log_level = "debug"
         metrics = "0.0.0.0:9100"
+        runtime_dir = "run"
         """, file: "d.toml", baseDirectory: "/etc/peerlink")
         XCTAssertEqual(c.service, "field")
         XCTAssertEqual(c.name, "pi-north")
@@ -51,9 +62,10 @@ final class DaemonConfigTests: XCTestCase {
         XCTAssertEqual(c.onReceive, ["/bin/sh", "-c", "logger got $PEERLINK_FILE"])
         XCTAssertEqual(c.logLevel, "debug")
         XCTAssertEqual(c.metrics, "0.0.0.0:9100")
+        XCTAssertEqual(c.runtimeDirectory, "/etc/peerlink/run", "relative to the file")
         XCTAssertEqual(c.entries.map(\.key), ["service", "name", "media", "policy", "adapter", "bluetooth_transports", "wifi",
                                               "state_dir", "inbox", "outbox", "accept", "keep_free", "quota", "ttl",
-                                              "on_receive", "log_level", "metrics"])
+                                              "on_receive", "log_level", "metrics", "runtime_dir"])
         XCTAssertTrue(c.entries.contains { $0 == ("ttl", "\"1d12h\"") })
         XCTAssertTrue(c.entries.contains { $0 == ("quota", "\"1M\"") })
     }
@@ -78,6 +90,9 @@ final class DaemonConfigTests: XCTestCase {
             ("inbox = \"/x\"\noutbox = \"/x\"", 2, "inbox and outbox must be different"),
             ("name = 3", 1, "name must be a string, not a integer"),
             ("x = = 1", 1, "parsing"),
+            ("runtime_dir = \"\"", 1, "runtime_dir is empty"),
+            ("runtime_dir = 5", 1, "runtime_dir must be a string"),
+            ("\nruntime_dir = \"/\(String(repeating: "r", count: 100))\"", 2, "a Unix socket's path is at most 107"),
         ]
         for (text, line, message) in cases {
             XCTAssertThrowsError(try DaemonConfig.parse(text, file: "field.toml", baseDirectory: "/"), text) { e in

@@ -1,0 +1,65 @@
+import PeerLinkStore
+
+/// What the API asks of the daemon (the `FieldDaemon`, or a stand-in in tests).
+public protocol DaemonAPIBackend: Sendable {
+    /// The daemon's events, for `GET /v1/events`.
+    var events: DaemonEvents { get }
+    /// The node and its work now, for `GET /v1/status`.
+    func apiStatus() async throws -> DaemonStatus
+    /// Outbound items in one of `states`, oldest first.
+    func apiItems(in states: Set<OutboundItem.State>) async throws -> [OutboundItem]
+    /// Queues a file item from a checked submission, as `caller`.
+    func apiSubmit(_ submission: ItemSubmission, caller: PeerCredentials) async throws(APIError) -> OutboundItem
+}
+
+/// `GET /v1/status`'s answer.
+public struct DaemonStatus: Sendable, Equatable {
+    public struct Peer: Sendable, Equatable {
+        public var peer: String
+        public var name: String
+        public init(peer: String, name: String) { self.peer = peer; self.name = name }
+    }
+
+    public var peer: String
+    public var name: String
+    public var service: String
+    public var uptimeSeconds: Double
+    public var peers: [Peer]
+    /// Outbound items per state (every state present, 0 when none).
+    public var items: [OutboundItem.State: Int]
+    public var inbox: String
+    public var outbox: String
+
+    public init(peer: String, name: String, service: String, uptimeSeconds: Double, peers: [Peer],
+                items: [OutboundItem.State: Int], inbox: String, outbox: String) {
+        self.peer = peer; self.name = name; self.service = service; self.uptimeSeconds = uptimeSeconds
+        self.peers = peers; self.items = items; self.inbox = inbox; self.outbox = outbox
+    }
+}
+
+/// A file to queue, as `POST /v1/items` gave it (shape checked; the peer not yet resolved).
+public struct ItemSubmission: Sendable, Equatable {
+    /// Peer ID, unique ID prefix (8 or more characters) or trusted name.
+    public var peer: String
+    /// Absolute path of a regular file the caller may read.
+    public var path: String
+    public var priority: Int
+    /// Seconds; nil: the daemon's `ttl`.
+    public var ttlSeconds: Int?
+
+    public init(peer: String, path: String, priority: Int = 0, ttlSeconds: Int? = nil) {
+        self.peer = peer; self.path = path; self.priority = priority; self.ttlSeconds = ttlSeconds
+    }
+}
+
+/// An API error: the HTTP status, a stable machine-readable code and a sentence for people.
+public struct APIError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let status: Int
+    public let code: String
+    public let message: String
+
+    public init(_ status: Int, _ code: String, _ message: String) { self.status = status; self.code = code; self.message = message }
+
+    public var description: String { "\(status) \(code): \(message)" }
+    var response: HTTPResponse { .error(status, code, message) }
+}

@@ -1,0 +1,584 @@
+// The API's OpenAPI 3.1 document, embedded so the daemon serves it with no files beside the
+// binary. docs/api/openapi.json is the same text (OpenAPIDocumentTests checks both, and that
+// the document lists exactly the routes DaemonAPI answers): edit the docs file, then paste it here.
+enum OpenAPIDocument {
+    static let json = #"""
+{
+  "openapi": "3.1.0",
+  "info": {
+    "title": "PeerLink daemon local API",
+    "version": "1",
+    "description": "HTTP/1.1 over the Unix socket daemon.sock in the daemon's runtime directory (docs/API.md). Every connection's caller is checked with SO_PEERCRED: root, the daemon's user, or a member of the group 'peerlink'. One request per connection (Connection: close)."
+  },
+  "servers": [
+    {
+      "url": "http://localhost",
+      "description": "any host name; the transport is the Unix socket"
+    }
+  ],
+  "paths": {
+    "/v1/status": {
+      "get": {
+        "operationId": "getStatus",
+        "summary": "The node, its peers and its items now",
+        "responses": {
+          "200": {
+            "description": "Status",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Status"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/items": {
+      "get": {
+        "operationId": "listItems",
+        "summary": "Outbound items, oldest first",
+        "parameters": [
+          {
+            "name": "state",
+            "in": "query",
+            "required": false,
+            "description": "Comma-separated states (default queued,sending).",
+            "schema": {
+              "type": "string",
+              "example": "queued,sending"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Items",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "items"
+                  ],
+                  "properties": {
+                    "items": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/Item"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "An unknown state",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      },
+      "post": {
+        "operationId": "submitItem",
+        "summary": "Queue a file for a peer",
+        "description": "The daemon copies the file (which the caller must be able to read) into OUTBOX/<peer ID>/ and queues the copy; the caller's file may change or go at once. A 'message' instead of 'path' is answered 501: message items are not delivered yet.",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/Submission"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "Queued",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "item"
+                  ],
+                  "properties": {
+                    "item": {
+                      "$ref": "#/components/schemas/Item"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed body or field",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API, or may not read the file",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No such file",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is over 1 MiB",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "Not a regular file, or the peer is not known",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "501": {
+            "description": "Message items are not delivered yet",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/events": {
+      "get": {
+        "operationId": "followEvents",
+        "summary": "The daemon's events as Server-Sent Events",
+        "description": "Each event has an id (increasing by one), an event name (its kind) and one line of JSON data. Resume with after=<last id seen> (or the Last-Event-ID header): every later event is sent, none twice. Without 'after', the stream starts at the oldest event held. An idle stream sends a ': keep-alive' comment every 15 s. The stream never ends on its own; a reader that falls more than the ring behind gets 'event: gone' and the stream closes.",
+        "parameters": [
+          {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "description": "Send the events with an ID above this one."
+          },
+          {
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": false,
+            "schema": {
+              "type": "string"
+            },
+            "description": "As 'after' (the query wins)."
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "An event stream",
+            "content": {
+              "text/event-stream": {
+                "schema": {
+                  "type": "string"
+                },
+                "x-event-data": {
+                  "$ref": "#/components/schemas/Event"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "'after' is not a number",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "410": {
+            "description": "Events after 'after' are no longer held (the ring holds the last 10 000), or are from an earlier run of the daemon; error.oldest_id is the oldest held.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/openapi.json": {
+      "get": {
+        "operationId": "getOpenAPI",
+        "summary": "This document",
+        "responses": {
+          "200": {
+            "description": "The OpenAPI 3.1 document",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object"
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  "components": {
+    "schemas": {
+      "Error": {
+        "type": "object",
+        "required": [
+          "error"
+        ],
+        "properties": {
+          "error": {
+            "type": "object",
+            "required": [
+              "code",
+              "message"
+            ],
+            "properties": {
+              "code": {
+                "type": "string",
+                "description": "Stable, machine-readable (bad_request, forbidden, not_found, method_not_allowed, gone, \u2026)."
+              },
+              "message": {
+                "type": "string",
+                "description": "For people."
+              },
+              "oldest_id": {
+                "type": "integer",
+                "description": "With 410 only."
+              }
+            }
+          }
+        }
+      },
+      "State": {
+        "type": "string",
+        "enum": [
+          "queued",
+          "sending",
+          "delivered",
+          "expired",
+          "failed"
+        ]
+      },
+      "Item": {
+        "type": "object",
+        "required": [
+          "id",
+          "peer",
+          "kind",
+          "size",
+          "priority",
+          "created",
+          "expires",
+          "state",
+          "reason"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{32}$",
+            "description": "The item's ID (32 hex characters), chosen by this node."
+          },
+          "peer": {
+            "type": "string",
+            "description": "The peer's ID (32 base32 characters)."
+          },
+          "kind": {
+            "type": "string",
+            "enum": [
+              "file",
+              "message"
+            ]
+          },
+          "size": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "priority": {
+            "type": "integer",
+            "description": "Higher goes first; equal priorities go oldest first."
+          },
+          "created": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "expires": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "state": {
+            "$ref": "#/components/schemas/State"
+          },
+          "reason": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Why it expired or failed."
+          },
+          "acknowledged": {
+            "type": "integer",
+            "description": "Bytes the peer has acknowledged holding."
+          },
+          "path": {
+            "type": "string",
+            "description": "The payload file: in the outbox while pending, in sent/, expired/ or failed/ once settled."
+          }
+        }
+      },
+      "Submission": {
+        "type": "object",
+        "required": [
+          "peer"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "peer": {
+            "type": "string",
+            "description": "Peer ID, a unique ID prefix of 8 or more characters, or a name in the trust store."
+          },
+          "path": {
+            "type": "string",
+            "description": "Absolute path of a regular file the caller can read."
+          },
+          "message": {
+            "type": "string",
+            "description": "Not delivered yet: answered 501."
+          },
+          "priority": {
+            "type": "integer",
+            "minimum": -1000,
+            "maximum": 1000,
+            "default": 0
+          },
+          "ttl": {
+            "oneOf": [
+              {
+                "type": "string",
+                "example": "2d",
+                "description": "Numbers with s, m, h, d or w."
+              },
+              {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Seconds."
+              }
+            ],
+            "description": "Time to live (default: the daemon's ttl)."
+          }
+        }
+      },
+      "Status": {
+        "type": "object",
+        "required": [
+          "api_version",
+          "peer",
+          "name",
+          "service",
+          "uptime_seconds",
+          "peers",
+          "items",
+          "inbox",
+          "outbox",
+          "events"
+        ],
+        "properties": {
+          "api_version": {
+            "type": "integer",
+            "const": 1
+          },
+          "peer": {
+            "type": "string"
+          },
+          "name": {
+            "type": "string"
+          },
+          "service": {
+            "type": "string"
+          },
+          "uptime_seconds": {
+            "type": "number"
+          },
+          "peers": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": [
+                "peer",
+                "name"
+              ],
+              "properties": {
+                "peer": {
+                  "type": "string"
+                },
+                "name": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "items": {
+            "type": "object",
+            "description": "Outbound items per state.",
+            "required": [
+              "queued",
+              "sending",
+              "delivered",
+              "expired",
+              "failed"
+            ],
+            "additionalProperties": {
+              "type": "integer"
+            }
+          },
+          "inbox": {
+            "type": "string"
+          },
+          "outbox": {
+            "type": "string"
+          },
+          "events": {
+            "type": "object",
+            "required": [
+              "oldest_id",
+              "last_id"
+            ],
+            "properties": {
+              "oldest_id": {
+                "type": "integer"
+              },
+              "last_id": {
+                "type": "integer",
+                "description": "Follow only new events with after=last_id."
+              }
+            }
+          }
+        }
+      },
+      "Event": {
+        "type": "object",
+        "required": [
+          "id",
+          "kind",
+          "time"
+        ],
+        "properties": {
+          "id": {
+            "type": "integer"
+          },
+          "kind": {
+            "type": "string",
+            "enum": [
+              "item.queued",
+              "item.delivered",
+              "item.expired",
+              "item.failed",
+              "item.received",
+              "file.received",
+              "peer.connected",
+              "peer.left"
+            ]
+          },
+          "time": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "peer": {
+            "type": "string"
+          },
+          "name": {
+            "type": "string"
+          },
+          "item": {
+            "type": "string"
+          },
+          "path": {
+            "type": "string"
+          },
+          "size": {
+            "type": "integer"
+          },
+          "reason": {
+            "type": "string"
+          }
+        }
+      }
+    }
+  }
+}
+"""#
+}
