@@ -37,9 +37,10 @@ A=${IPLAB_PREFIX}a B=${IPLAB_PREFIX}b NAME=bench-daemon
 # shellcheck source=lab/e2e-lib.sh
 . "$here/lab/e2e-lib.sh"
 trap e2e_cleanup EXIT
+[ -z "${KEEP:-}" ] || failed=1  # KEEP=1: keep the logs (shown and left in the work directory)
 
 config() {  # NAME → $work/NAME.toml
-    printf 'service = "benchd"\nname = "%s"\nmedia = "ip"\naccept = "all"\nstate_dir = "%s"\nkeep_free = 0\n' "$1" "$work/state-$1" >"$work/$1.toml"
+    printf 'service = "benchd"\nname = "%s"\nmedia = "ip"\naccept = "all"\nstate_dir = "%s"\nruntime_dir = "%s"\nkeep_free = 0\n' "$1" "$work/state-$1" "$work/run-$1" >"$work/$1.toml"
 }
 start() {  # HOST NAME
     "$lab" exec "$1" env PEERLINK_CONFIG_DIR="$work/cfg-$2" "$bin" daemon --config "$work/$2.toml" >>"$work/$2.log" 2>&1 &

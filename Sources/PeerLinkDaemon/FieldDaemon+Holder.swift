@@ -54,10 +54,17 @@ extension FieldDaemon {
 
     /// Announces the next items for `peer`, up to the window.
     func announce(to peer: PeerID) async {
-        guard streams[peer] != nil else { return }
+        guard linked.contains(peer) else { return }
+        let now = clock()
+        // Announcements left unanswered too long go again (unless their bytes are moving).
+        for id in announced[peer] ?? [] where transfers[id] == nil {
+            if let at = announcedAt[id], at + timing.answerTimeout <= now {
+                announced[peer]?.remove(id)
+                log.notice("no answer from the peer; announcing the item again", metadata: ["item": "\(id)", "peer": "\(peer)"])
+            }
+        }
         let room = Self.announceWindow - (announced[peer]?.count ?? 0)
         guard room > 0 else { return }
-        let now = clock()
         let skip = announced[peer] ?? []
         guard let items = try? await db({ try $0.nextItems(for: peer, limit: Self.announceWindow + skip.count, now: now) }) else { return }
         for item in items.filter({ !skip.contains($0.id) && !self.isResting($0.id, now: now) }).prefix(room) {
@@ -75,6 +82,7 @@ extension FieldDaemon {
                 continue
             }
             announced[peer, default: []].insert(item.id)
+            announcedAt[item.id] = now
             await send(.item(id: item.id.bytes, size: item.size, digest: digest, expiresAt: UInt64(max(0, item.expires.millisecondsSince1970)),
                              name: (path as NSString).lastPathComponent), to: peer)
         }
@@ -84,6 +92,7 @@ extension FieldDaemon {
     func peerHas(_ raw: [UInt8], size: UInt64, digest: [UInt8], at receivedAt: UInt64, peer: PeerID) async {
         guard let id = ItemID(bytes: raw), let item = try? await db({ try $0.item(id) }), item.peer == peer else { return }
         announced[peer]?.remove(id)
+        announcedAt[id] = nil
         guard item.state.isPending else { return }
         let receipt = DeliveryReceipt(itemID: id, size: size, digest: ContentDigest.hex(digest),
                                       receivedAt: Timestamp(millisecondsSince1970: Int64(clamping: receivedAt)))

@@ -32,6 +32,9 @@ public actor FieldDaemon {
         public var refusalRest: Duration = .seconds(60)
         /// Least time between two invitations of the same peer.
         public var inviteBackoff: Duration = .seconds(10)
+        /// How long an announced item waits for the peer's answer before it is announced again
+        /// (an answer lost with a link that went down, a peer that restarted).
+        public var answerTimeout: Duration = .seconds(30)
         public init() {}
     }
 
@@ -50,8 +53,15 @@ public actor FieldDaemon {
     var session: Session { parts.session }
     var node: Node { parts.node }
 
-    /// Peers with a session now, and this side's service stream to each.
+    /// Peers with a session now.
+    var linked: Set<PeerID> = []
+    /// This side's service stream to each of them, once open, and the openings under way.
     var streams: [PeerID: OutgoingStream] = [:]
+    var opening: [PeerID: Task<OutgoingStream?, Never>] = [:]
+    /// How often each peer left: a stream opened before a leaving is not kept after it.
+    var departures: [PeerID: Int] = [:]
+    /// When each announced item was announced: unanswered for `answerTimeout`, it goes again.
+    var announcedAt: [ItemID: Timestamp] = [:]
     /// Items announced to a peer on this connection and not yet answered.
     var announced: [PeerID: Set<ItemID>] = [:]
     /// Items being sent as resources.
@@ -160,7 +170,7 @@ public actor FieldDaemon {
 
     /// Invites `peer` when items wait for it, it is in range and not in the session.
     func inviteIfWorkWaits(_ peer: PeerID) {
-        guard streams[peer] == nil, let info = found[peer] else { return }
+        guard !linked.contains(peer), let info = found[peer] else { return }
         let now = ProcessInfo.processInfo.systemUptime
         if let last = lastInvitation[peer], now - last < Double(timing.inviteBackoff.components.seconds) + Double(timing.inviteBackoff.components.attoseconds) / 1e18 { return }
         guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
@@ -180,7 +190,8 @@ public actor FieldDaemon {
     func handle(_ e: Session.Event) async {
         switch e {
         case let .peerStateChanged(peer, name, state):
-            if state == .connected, streams[peer] == nil {
+            if state == .connected, !linked.contains(peer) {
+                linked.insert(peer)
                 log.info("peer connected", metadata: ["peer": "\(name) [\(peer)]"])
                 peerNames[peer] = name
                 events.publish(.peerConnected, peer: peer.description, name: name)
@@ -188,7 +199,10 @@ public actor FieldDaemon {
             } else if state == .notConnected {
                 log.info("peer left", metadata: ["peer": "\(name) [\(peer)]"])
                 if peerNames.removeValue(forKey: peer) != nil { events.publish(.peerLeft, peer: peer.description, name: name) }
+                linked.remove(peer)
+                departures[peer, default: 0] += 1
                 streams[peer] = nil
+                opening.removeValue(forKey: peer)?.cancel()
                 announced[peer] = nil
                 wanted[peer] = nil
             }
@@ -208,14 +222,37 @@ public actor FieldDaemon {
 
     /// A peer joined: open this side's service stream and announce what waits for it.
     func connected(_ peer: PeerID) async {
-        do {
-            let stream = try await session.openServiceStream(name: StoreForwardService.streamName, to: peer)
-            streams[peer] = stream
-            announced[peer] = []
-            await announce(to: peer)
-        } catch {
-            log.warning("could not open the store-and-forward stream", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        announced[peer] = []
+        if await outgoing(to: peer) != nil { await announce(to: peer) }
+    }
+
+    /// This side's service stream to `peer`, opened on first use: the peer's records may arrive
+    /// (and need answers) before this side has handled the peer's arrival, and every caller
+    /// waits for the same opening. A stream opened for a session that ended meanwhile is not
+    /// kept (`departures` counts the peer's leavings).
+    func outgoing(to peer: PeerID) async -> OutgoingStream? {
+        if let s = streams[peer] { return s }
+        let departed = departures[peer, default: 0]
+        let task: Task<OutgoingStream?, Never>
+        if let t = opening[peer] {
+            task = t
+        } else {
+            let session = self.session, log = self.log
+            task = Task {
+                do {
+                    return try await session.openServiceStream(name: StoreForwardService.streamName, to: peer)
+                } catch {
+                    log.debug("no store-and-forward stream", metadata: ["peer": "\(peer)", "error": "\(error)"])
+                    return nil
+                }
+            }
+            opening[peer] = task
         }
+        let stream = await task.value
+        if opening[peer] == task { opening[peer] = nil }
+        guard let stream, departures[peer, default: 0] == departed else { return nil }
+        if streams[peer] == nil { streams[peer] = stream }
+        return streams[peer]
     }
 
     /// Reads a peer's service stream until it ends.
@@ -245,7 +282,10 @@ public actor FieldDaemon {
     }
 
     func send(_ record: StoreForwardRecord, to peer: PeerID) async {
-        guard let stream = streams[peer] else { return }
+        guard let stream = await outgoing(to: peer) else {
+            log.debug("record not sent: the peer left", metadata: ["peer": "\(peer)"])
+            return
+        }
         do {
             try await stream.write(record.framed())
         } catch {
@@ -260,6 +300,6 @@ public actor FieldDaemon {
         await scanOutbox()
         await expireItems()
         for peer in found.keys { inviteIfWorkWaits(peer) }
-        for peer in streams.keys { await announce(to: peer) }
+        for peer in linked { await announce(to: peer) }
     }
 }
