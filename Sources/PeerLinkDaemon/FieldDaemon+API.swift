@@ -33,7 +33,7 @@ extension FieldDaemon: DaemonAPIBackend {
         }
         let source = try FileAccess.readableFile(s.path, by: caller).get()
         let folder = (config.outbox as NSString).appendingPathComponent(peer.description)
-        let name = (source as NSString).lastPathComponent
+        let name = (source.path as NSString).lastPathComponent
         let temp = (folder as NSString).appendingPathComponent(".api-\(ItemID.random()).tmp")
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

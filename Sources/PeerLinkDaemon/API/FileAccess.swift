@@ -19,9 +19,17 @@ enum FileAccess {
         return bits & want == want
     }
 
+    /// A file the caller may read, as checked: its real path and which file it was, so that
+    /// the file opened later is the one checked (`copy`).
+    struct CheckedFile: Sendable, Equatable {
+        let path: String
+        let device: UInt64
+        let inode: UInt64
+    }
+
     /// The file's real path (symbolic links resolved) when it is a regular file `caller` may
     /// read, else why not.
-    static func readableFile(_ path: String, by caller: PeerCredentials) -> Result<String, APIError> {
+    static func readableFile(_ path: String, by caller: PeerCredentials) -> Result<CheckedFile, APIError> {
         guard let resolved = realpath(path, nil) else {
             return .failure(APIError(404, "no_file", "\(path): \(String(cString: strerror(errno)))"))
         }
@@ -43,14 +51,22 @@ enum FileAccess {
         guard permits(mode: st.st_mode, owner: st.st_uid, group: st.st_gid, caller: caller, want: 4) else {
             return .failure(APIError(403, "not_readable", "uid \(caller.uid) may not read \(path)"))
         }
-        return .success(real)
+        return .success(CheckedFile(path: real, device: UInt64(st.st_dev), inode: UInt64(st.st_ino)))
     }
 
-    /// Copies `source` to `destination` (created new, mode 0640) and fsyncs it.
-    static func copy(_ source: String, to destination: String) throws(APIError) {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
+    /// Copies the checked file to `destination` (created new, mode 0640) and fsyncs it. The
+    /// file opened must be the file checked: a path changed in between (a directory or the
+    /// file swapped for a link to something the caller may not read) is refused.
+    static func copy(_ checked: CheckedFile, to destination: String) throws(APIError) {
+        let source = checked.path
+        let input = open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard input >= 0 else { throw APIError(403, "not_readable", "cannot open \(source): \(String(cString: strerror(errno)))") }
         defer { close(input) }
+        var opened = stat()
+        guard fstat(input, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG,
+              UInt64(opened.st_dev) == checked.device, UInt64(opened.st_ino) == checked.inode else {
+            throw APIError(409, "file_changed", "\(source) changed between the access check and the copy; submit it again")
+        }
         let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640)
         guard output >= 0 else { throw APIError(500, "outbox", "cannot create \(destination): \(String(cString: strerror(errno)))") }
         defer { close(output) }
