@@ -45,6 +45,8 @@ fileprivate func checkRecord(_ r: StoreForwardRecord) {
         check(id.count == 16, "want id")
     case let .refuse(id, _, text):
         check(id.count == 16 && text.utf8.count <= 255, "refusal sizes")
+    case let .message(id, _, bytes):
+        check(id.count == 16 && !bytes.isEmpty && bytes.count <= StoreForwardRecord.maxMessage, "message sizes")
     }
 }
 

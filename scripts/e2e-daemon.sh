@@ -168,6 +168,10 @@ check "a Python client reads the status (under 100 ms), queues an item, sees it 
 check "…and the item arrives intact" bash -c "
     for _ in \$(seq 1 50); do [ -f '$work/state-$B/inbox/api-item.bin' ] && break; sleep 0.2; done
     [ \"\$(sha256sum <'$work/state-$B/inbox/api-item.bin')\" = \"\$(sha256sum <'$work/api-item.bin')\" ]"
+check "a message item queued through the API lands once in the peer's inbox" bash -c "
+    python3 '$root/Examples/python/peerlink_client.py' --socket '$sock_a' message '$id_b' 'level=1.2m' >'$work/message.json' &&
+    for _ in \$(seq 1 100); do ls '$work/state-$B/inbox/'message-*.txt >/dev/null 2>&1 && break; sleep 0.2; done
+    [ \"\$(cat '$work/state-$B/inbox/'message-*.txt)\" = level=1.2m ] && [ \$(ls '$work/state-$B/inbox/'message-*.txt | wc -l) = 1 ]"
 
 # 5. SIGTERM stops the daemon cleanly.
 p=$(pid_of "$B"); kill -TERM "$p"

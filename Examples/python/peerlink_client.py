@@ -83,6 +83,14 @@ class PeerLinkDaemon:
             body["ttl"] = ttl
         return self._request("POST", "/v1/items", body)["item"]
 
+    def send_message(self, peer, text, priority=0, ttl=None):
+        """Queues a short text message (up to 64 KiB of UTF-8) for a peer; it lands in the peer's
+        inbox as message-<id>.txt. Returns the item."""
+        body = {"peer": peer, "message": text, "priority": priority}
+        if ttl is not None:
+            body["ttl"] = ttl
+        return self._request("POST", "/v1/items", body)["item"]
+
     def events(self, after=None, idle_timeout=None):
         """Yields events (dicts with id, kind, time, …) from the Server-Sent Events stream;
         returns when the stream ends or nothing (not even a keep-alive) came for idle_timeout
@@ -159,6 +167,7 @@ def main():
     i = sub.add_parser("items"); i.add_argument("states", nargs="?", default="queued,sending")
     s = sub.add_parser("send"); s.add_argument("peer"); s.add_argument("file")
     s.add_argument("--priority", type=int, default=0); s.add_argument("--ttl")
+    m = sub.add_parser("message"); m.add_argument("peer"); m.add_argument("text")
     e = sub.add_parser("events"); e.add_argument("--after", type=int)
     w = sub.add_parser("send-and-wait"); w.add_argument("peer"); w.add_argument("file"); w.add_argument("--timeout", type=int, default=60)
     a = p.parse_args()
@@ -170,6 +179,8 @@ def main():
             print(json.dumps(api.items(a.states), indent=2))
         elif a.cmd == "send":
             print(json.dumps(api.send_file(a.peer, a.file, a.priority, a.ttl), indent=2))
+        elif a.cmd == "message":
+            print(json.dumps(api.send_message(a.peer, a.text), indent=2))
         elif a.cmd == "events":
             for ev in api.events(after=a.after):
                 print(json.dumps(ev), flush=True)

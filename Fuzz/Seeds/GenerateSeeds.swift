@@ -102,6 +102,7 @@ struct GenerateSeeds {
             .have(id: id, size: 1 << 20, digest: digest, receivedAt: 1_790_000_000_000),
             .want(id: id),
             .refuse(id: id, reason: .quota, text: "quota: 4G of 4G held for this peer"),
+            .message(id: id, expiresAt: 1_800_000_000_000, bytes: Array("water level 1.2 m".utf8)),
         ]
         return [[3] + records.flatMap { $0.framed() }, [0] + records[0].framed()]
     }

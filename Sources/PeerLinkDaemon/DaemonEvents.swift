@@ -12,6 +12,7 @@ public struct DaemonEvent: Sendable, Equatable, Codable {
         case itemFailed = "item.failed"
         case itemReceived = "item.received"
         case fileReceived = "file.received"
+        case messageReceived = "message.received"
         case peerConnected = "peer.connected"
         case peerLeft = "peer.left"
     }

@@ -31,6 +31,7 @@ extension FieldDaemon: DaemonAPIBackend {
         case let .success(p): peer = p
         case let .failure(why): throw APIError(422, "unknown_peer", why.text)
         }
+        if let message = s.message { return try await submitMessage(message, for: peer, s) }
         let source = try FileAccess.readableFile(s.path, by: caller).get()
         let folder = (config.outbox as NSString).appendingPathComponent(peer.description)
         let name = (source.path as NSString).lastPathComponent
@@ -65,6 +66,21 @@ extension FieldDaemon: DaemonAPIBackend {
         }
         log.info("queued", metadata: ["item": "\(id)", "peer": "\(peer)", "file": "\(final)", "size": "\(item.size)", "via": "api"])
         events.publish(.itemQueued, peer: peer.description, item: id.description, path: final, size: item.size)
+        inviteIfWorkWaits(peer)
+        return item
+    }
+
+    /// Queues a message item: the ledger keeps its bytes, a fresh ID names it.
+    func submitMessage(_ bytes: [UInt8], for peer: PeerID, _ s: ItemSubmission) async throws(APIError) -> OutboundItem {
+        let id = ItemID.random(), ttl = Duration.seconds(s.ttlSeconds ?? config.ttlSeconds), now = clock(), priority = s.priority
+        let item: OutboundItem
+        do {
+            item = try await db { try $0.enqueue(id: id, for: peer, payload: .message(bytes), priority: priority, ttl: ttl, now: now) }.item
+        } catch {
+            throw APIError(500, "ledger", "could not queue the message: \(error)")
+        }
+        log.info("queued", metadata: ["item": "\(id)", "peer": "\(peer)", "message": "\(bytes.count) bytes", "via": "api"])
+        events.publish(.itemQueued, peer: peer.description, item: id.description, size: item.size)
         inviteIfWorkWaits(peer)
         return item
     }

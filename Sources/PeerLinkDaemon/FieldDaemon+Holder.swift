@@ -68,7 +68,17 @@ extension FieldDaemon {
         let skip = announced[peer] ?? []
         guard let items = try? await db({ try $0.nextItems(for: peer, limit: Self.announceWindow + skip.count, now: now) }) else { return }
         for item in items.filter({ !skip.contains($0.id) && !self.isResting($0.id, now: now) }).prefix(room) {
-            guard case let .file(path) = item.payload else { continue }
+            let expires = UInt64(max(0, item.expires.millisecondsSince1970))
+            let path: String
+            switch item.payload {
+            case let .message(bytes):
+                announced[peer, default: []].insert(item.id)
+                announcedAt[item.id] = now
+                await send(.message(id: item.id.bytes, expiresAt: expires, bytes: bytes), to: peer)
+                continue
+            case let .file(p):
+                path = p
+            }
             let digest: [UInt8]
             do {
                 let (size, sha) = try await FileDigest.sha256(ofFileAt: path)
@@ -83,7 +93,7 @@ extension FieldDaemon {
             }
             announced[peer, default: []].insert(item.id)
             announcedAt[item.id] = now
-            await send(.item(id: item.id.bytes, size: item.size, digest: digest, expiresAt: UInt64(max(0, item.expires.millisecondsSince1970)),
+            await send(.item(id: item.id.bytes, size: item.size, digest: digest, expiresAt: expires,
                              name: (path as NSString).lastPathComponent), to: peer)
         }
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PeerLink
 import PeerLinkStore
@@ -27,28 +28,35 @@ extension FieldDaemon {
 
     func stagingFolder(of peer: PeerID) -> String { (staging as NSString).appendingPathComponent(peer.description) }
 
-    func itemAnnounced(_ record: StoreForwardRecord, by peer: PeerID) async {
-        guard case let .item(raw, size, digest, expiresAt, _) = record, let id = ItemID(bytes: raw),
-              digest.count == StoreForwardRecord.digestSize else { return }
-        let key = ItemID.received(id, from: peer)
-        let now = clock()
+    /// The answers every announced item gets before its bytes: HAVE when it was recorded
+    /// before, REFUSE when it expired, its holder is not trusted or it would go over the quota.
+    /// Returns true when none applies (the item is to be taken).
+    func admits(_ raw: [UInt8], key: ItemID, size: UInt64, expiresAt: UInt64, from peer: PeerID) async -> Bool {
         if let r = try? await db({ try $0.record(key) }), r.landed {
             await send(.have(id: raw, size: r.size, digest: r.digest, receivedAt: UInt64(max(0, r.received.millisecondsSince1970))), to: peer)
-            return
+            return false
         }
-        if Int64(clamping: expiresAt) < now.millisecondsSince1970 {
+        if Int64(clamping: expiresAt) < clock().millisecondsSince1970 {
             await send(.refuse(id: raw, reason: .expired, text: "its time to live passed before it arrived"), to: peer)
-            return
+            return false
         }
         guard takesFrom(peer) else {
             await send(.refuse(id: raw, reason: .notAccepted, text: "not in this node's trust store"), to: peer)
-            return
+            return false
         }
         let held = await inboxBytes(of: peer)
         guard held + size <= config.quota else {
             await send(.refuse(id: raw, reason: .quota, text: "quota: \(ConfigValues.bytesText(held)) of \(ConfigValues.bytesText(config.quota)) held for this peer"), to: peer)
-            return
+            return false
         }
+        return true
+    }
+
+    func itemAnnounced(_ record: StoreForwardRecord, by peer: PeerID) async {
+        guard case let .item(raw, size, digest, expiresAt, _) = record, let id = ItemID(bytes: raw),
+              digest.count == StoreForwardRecord.digestSize else { return }
+        let key = ItemID.received(id, from: peer)
+        guard await admits(raw, key: key, size: size, expiresAt: expiresAt, from: peer) else { return }
         // Bytes that verified before a restart wait in the staging folder: land them now.
         let staged = (stagingFolder(of: peer) as NSString).appendingPathComponent(id.description)
         if FileManager.default.fileExists(atPath: staged) {
@@ -122,8 +130,31 @@ extension FieldDaemon {
     }
 
     /// Lands the item's complete partial file and sends the receipt.
+    /// A message item: recorded and delivered into the inbox as `message-<id>.txt` (through the
+    /// same landing as files), then acknowledged.
+    func messageArrived(_ record: StoreForwardRecord, from peer: PeerID) async {
+        guard case let .message(raw, expiresAt, bytes) = record, let id = ItemID(bytes: raw) else { return }
+        let key = ItemID.received(id, from: peer)
+        guard await admits(raw, key: key, size: UInt64(bytes.count), expiresAt: expiresAt, from: peer) else { return }
+        let part = ledger.partialFile(for: key)
+        do {
+            try Data(bytes).write(to: URL(fileURLWithPath: part))
+        } catch {
+            log.error("could not write a message to the inbox", metadata: ["item": "\(id)", "error": "\(error)"])
+            return
+        }
+        let digest = Array(SHA256.hash(data: bytes))
+        await land(id, raw: raw, name: "message-\(id.description.prefix(8)).txt", size: UInt64(bytes.count), digest: digest,
+                   expiresAt: expiresAt, from: peer, message: true)
+    }
+
     func land(_ id: ItemID, _ record: StoreForwardRecord, from peer: PeerID) async {
         guard case let .item(raw, size, digest, expiresAt, name) = record else { return }
+        await land(id, raw: raw, name: name, size: size, digest: digest, expiresAt: expiresAt, from: peer, message: false)
+    }
+
+    func land(_ id: ItemID, raw: [UInt8], name: String, size: UInt64, digest: [UInt8], expiresAt: UInt64, from peer: PeerID,
+              message: Bool) async {
         wanted[peer]?[id] = nil
         let key = ItemID.received(id, from: peer), now = clock()
         let keep = Timestamp(millisecondsSince1970: Int64(clamping: expiresAt)) + Self.recordMargin
@@ -131,8 +162,8 @@ extension FieldDaemon {
             let outcome = try await db { try $0.land(key, from: peer, name: name, size: size, digest: digest, keepUntil: keep, now: now) }
             let r = outcome.record
             if case let .new(_, path?) = outcome {
-                log.info("item received", metadata: ["item": "\(id)", "peer": "\(peer)", "path": "\(path)", "size": "\(size)"])
-                events.publish(.itemReceived, peer: peer.description, item: id.description, path: path, size: size)
+                log.info(message ? "message received" : "item received", metadata: ["item": "\(id)", "peer": "\(peer)", "path": "\(path)", "size": "\(size)"])
+                events.publish(message ? .messageReceived : .itemReceived, peer: peer.description, item: id.description, path: path, size: size)
                 runOnReceive(path: path, peer: peer, item: id)
             }
             await send(.have(id: raw, size: r.size, digest: r.digest, receivedAt: UInt64(max(0, r.received.millisecondsSince1970))), to: peer)

@@ -278,6 +278,7 @@ public actor FieldDaemon {
         case let .have(id, size, digest, receivedAt): await peerHas(id, size: size, digest: digest, at: receivedAt, peer: peer)
         case let .want(id): await peerWants(id, peer: peer)
         case let .refuse(id, reason, text): await peerRefused(id, reason: reason, text: text, peer: peer)
+        case .message: await messageArrived(record, from: peer)
         }
     }
 

@@ -1,13 +1,18 @@
 /// A record of the store-and-forward service (docs/PROTOCOL.md §16), carried on the service's
 /// stream `peerlink/sf/1`, which each side of a session opens to the other. Each record is a
-/// `u32` length and that many bytes: a type byte and its fields. The holder of an item says
-/// ITEM; the recipient answers HAVE (recorded: the holder may let it go), WANT (send it as a
-/// resource named by the item's ID) or REFUSE (with why).
+/// `u32` length and that many bytes: a type byte and its fields. The holder of a file item says
+/// ITEM, of a message item MESSAGE (with the message's bytes); the recipient answers HAVE
+/// (recorded: the holder may let it go), WANT (send the file as a resource named by the item's
+/// ID) or REFUSE (with why).
 public enum StoreForwardRecord: Equatable, Sendable {
     /// Item ids are 16 bytes, digests SHA-256.
     public static let idSize = 16, digestSize = 32
-    /// Most bytes one record may hold (after its length).
+    /// Most bytes a record other than MESSAGE may hold (after its length).
     public static let maxLength = 1024
+    /// Most bytes of a message item.
+    public static let maxMessage = 65_536
+    /// Most bytes any record may hold (a MESSAGE with the largest message).
+    public static let maxFramedLength = 1 + idSize + 8 + maxMessage
 
     /// The holder has item `id` for the recipient: `size` bytes with SHA-256 `digest`, to be
     /// delivered before `expiresAt` (ms since 1970), named `name`.
@@ -18,6 +23,9 @@ public enum StoreForwardRecord: Equatable, Sendable {
     case want(id: [UInt8])
     /// The recipient will not take item `id` now.
     case refuse(id: [UInt8], reason: RefuseReason, text: String)
+    /// The holder has message item `id` for the recipient, to be delivered before `expiresAt`
+    /// (ms since 1970): its bytes (1 to `maxMessage`).
+    case message(id: [UInt8], expiresAt: UInt64, bytes: [UInt8])
 
     /// Why a recipient refuses an item.
     public enum RefuseReason: UInt8, Sendable, CaseIterable {
@@ -31,7 +39,7 @@ public enum StoreForwardRecord: Equatable, Sendable {
         case notAccepted = 4
     }
 
-    enum Kind: UInt8 { case item = 1, have = 2, want = 3, refuse = 4 }
+    enum Kind: UInt8 { case item = 1, have = 2, want = 3, refuse = 4, message = 5 }
 
     /// The record's bytes without its length prefix.
     public func encoded() -> [UInt8] {
@@ -46,6 +54,8 @@ public enum StoreForwardRecord: Equatable, Sendable {
             w.u8(Kind.want.rawValue); w.append(id)
         case let .refuse(id, reason, text):
             w.u8(Kind.refuse.rawValue); w.append(id); w.u8(reason.rawValue); w.string16(text.utf8Prefix(WireLimits.reasonText))
+        case let .message(id, expiresAt, bytes):
+            w.u8(Kind.message.rawValue); w.append(id); w.u64(expiresAt); w.append(bytes.prefix(Self.maxMessage))
         }
         return w.bytes
     }
@@ -60,10 +70,15 @@ public enum StoreForwardRecord: Equatable, Sendable {
 
     /// Decodes one record's bytes (without the length prefix); anything malformed throws.
     public static func decode(_ bytes: [UInt8]) throws -> StoreForwardRecord {
-        guard bytes.count <= maxLength else { throw WireError.limitExceeded(field: "store-and-forward record", value: bytes.count, limit: maxLength) }
+        guard bytes.count <= maxFramedLength else {
+            throw WireError.limitExceeded(field: "store-and-forward record", value: bytes.count, limit: maxFramedLength)
+        }
         var r = WireReader(bytes)
         let raw = try r.u8("store-and-forward record type")
         guard let kind = Kind(rawValue: raw) else { throw WireError.unknownType(context: "store-and-forward record", value: raw) }
+        guard kind == .message || bytes.count <= maxLength else {
+            throw WireError.limitExceeded(field: "store-and-forward record", value: bytes.count, limit: maxLength)
+        }
         let id = try r.take(idSize, "item id")
         let record: StoreForwardRecord
         switch kind {
@@ -81,6 +96,11 @@ public enum StoreForwardRecord: Equatable, Sendable {
             let code = try r.u8("refusal reason")
             guard let reason = RefuseReason(rawValue: code) else { throw WireError.unknownType(context: "item refusal reason", value: code) }
             record = .refuse(id: id, reason: reason, text: try r.string16("refusal text", limit: WireLimits.reasonText))
+        case .message:
+            let expires = try r.u64("message expiry")
+            let body = r.rest()
+            guard !body.isEmpty else { throw WireError.invalid(field: "message", reason: "empty") }
+            record = .message(id: id, expiresAt: expires, bytes: body)
         }
         try r.expectEnd()
         return record
@@ -105,8 +125,8 @@ public struct StoreForwardDeframer: Sendable {
     public mutating func next() throws -> StoreForwardRecord? {
         guard buffer.count - start >= 4 else { return nil }
         let n = buffer[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
-        guard n <= StoreForwardRecord.maxLength else {
-            throw WireError.limitExceeded(field: "store-and-forward record", value: n, limit: StoreForwardRecord.maxLength)
+        guard n <= StoreForwardRecord.maxFramedLength else {
+            throw WireError.limitExceeded(field: "store-and-forward record", value: n, limit: StoreForwardRecord.maxFramedLength)
         }
         guard buffer.count - start - 4 >= n else { return nil }
         let body = Array(buffer[start + 4..<start + 4 + n])

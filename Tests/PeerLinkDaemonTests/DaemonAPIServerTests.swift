@@ -107,7 +107,10 @@ final class DaemonAPIServerTests: XCTestCase {
             let (s, b) = try client.request("POST", "/v1/items", json: Array(body.utf8))
             return (s, (json(b)["error"] as? [String: String])?["message"] ?? "")
         }
-        XCTAssertEqual(try post(#"{"peer":"p","message":"hi"}"#).0, 501)
+        XCTAssertEqual(try post(#"{"peer":"p","message":"hi"}"#).0, 422, "a message reaches the daemon")
+        XCTAssertEqual(try post(#"{"peer":"p","message":""}"#).0, 400, "an empty message")
+        XCTAssertEqual(try post(#"{"peer":"p","message":"hi","path":"/a"}"#).0, 400, "both a message and a file")
+        XCTAssertEqual(try post(#"{"peer":"p"}"#).0, 400, "neither")
         XCTAssertEqual(try post("[1]").0, 400)
         XCTAssertEqual(try post(#"{"peer":"p","path":"rel"}"#).0, 400)
         XCTAssertEqual(try post(#"{"peer":"p","path":"/a","priority":true}"#).0, 400)

@@ -105,3 +105,22 @@ final class FieldDaemonTests: XCTestCase {
         await again.stop(); await b.stop()
     }
 }
+
+/// Message items: submitted through the API's backend, delivered once into the peer's inbox.
+final class MessageItemTests: XCTestCase {
+    func testAMessageItemArrivesOnceAsAFileInTheInbox() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b")
+        let me = PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid())
+        let item = try await a.daemon.apiSubmit(ItemSubmission(peer: b.peer.description, path: "", message: Array("level=1.2m".utf8)), caller: me)
+        XCTAssertEqual(item.kind, .message)
+        await b.waitForLog("message received")
+        await a.waitForLog("delivered")
+        let name = "message-\(item.id.description.prefix(8)).txt"
+        XCTAssertEqual(files(b.inbox), [name])
+        XCTAssertEqual(try String(contentsOfFile: b.inbox + "/" + name, encoding: .utf8), "level=1.2m")
+        XCTAssertEqual(try a.ledger.item(item.id)?.state, .delivered)
+        await a.stop(); await b.stop()
+    }
+}

@@ -53,6 +53,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
         ("sf-have", .have(id: Array(0..<16), size: 11, digest: helloWorldSHA256, receivedAt: 1_795_000_000_000)),
         ("sf-want", .want(id: Array(0..<16))),
         ("sf-refuse", .refuse(id: Array(0..<16), reason: .quota, text: "quota")),
+        ("sf-message", .message(id: Array(0..<16), expiresAt: 1_800_000_000_000, bytes: Array("level=1.2m".utf8))),
     ]
 
     var doc: DocVectors!

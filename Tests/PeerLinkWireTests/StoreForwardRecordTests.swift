@@ -14,6 +14,8 @@ final class StoreForwardRecordTests: XCTestCase {
             .want(id: id),
             .refuse(id: id, reason: .quota, text: "quota: 4G of 4G held for this peer"),
             .refuse(id: id, reason: .expired, text: ""),
+            .message(id: id, expiresAt: 1_800_000_000_000, bytes: Array("water level 1.2 m".utf8)),
+            .message(id: id, expiresAt: 7, bytes: [UInt8](repeating: 0x5a, count: StoreForwardRecord.maxMessage)),
         ]
     }
 
@@ -30,6 +32,8 @@ final class StoreForwardRecordTests: XCTestCase {
             [3] + id.prefix(15),  // short id
             [1] + id + [UInt8](repeating: 0, count: 8 + 32 + 8) + [0, 0],  // empty name
             [UInt8](repeating: 1, count: StoreForwardRecord.maxLength + 1),
+            [5] + id + [UInt8](repeating: 0, count: 8),  // an empty message
+            [5] + id + [UInt8](repeating: 0, count: 8 + StoreForwardRecord.maxMessage + 1),
         ]
         for c in cases {
             XCTAssertThrowsError(try StoreForwardRecord.decode(c)) { XCTAssertTrue($0 is WireError, "\($0)") }
@@ -55,7 +59,8 @@ final class StoreForwardRecordTests: XCTestCase {
 
     func testAnOversizedLengthStopsTheStream() {
         var d = StoreForwardDeframer()
-        d.append([0, 0, 0x10, 0x01])
-        XCTAssertThrowsError(try d.next())
+        let n = StoreForwardRecord.maxFramedLength + 1
+        d.append([UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
+        XCTAssertThrowsError(try d.next(), "a length over the largest record is refused before its bytes arrive")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PeerLinkWire
 import PeerLinkStore
 import Synchronization
 
@@ -125,7 +126,7 @@ public struct DaemonAPI: Sendable {
         }
         let known: Set<String> = ["peer", "path", "message", "priority", "ttl"]
         if let unknown = keys.sorted().first(where: { !known.contains($0) }) {
-            throw APIError(400, "bad_field", "unknown field '\(unknown)'; fields: peer, path, priority, ttl (message: not yet)")
+            throw APIError(400, "bad_field", "unknown field '\(unknown)'; fields: peer, path or message, priority, ttl")
         }
         let o: SubmissionBody
         do {
@@ -139,12 +140,20 @@ public struct DaemonAPI: Sendable {
         guard let peer = o.peer, !peer.isEmpty else {
             throw APIError(400, "bad_field", "'peer' must be a peer ID, a unique ID prefix or a trusted name")
         }
-        if o.message != nil {
-            throw APIError(501, "not_implemented", "message items are not delivered by this daemon yet; send a file ('path')")
+        var message: [UInt8]?
+        switch (o.path, o.message) {
+        case (nil, let text?):
+            let bytes = Array(text.utf8)
+            guard !bytes.isEmpty, bytes.count <= StoreForwardRecord.maxMessage else {
+                throw APIError(400, "bad_field", "'message' must be 1 to \(StoreForwardRecord.maxMessage) bytes of UTF-8; send larger content as a file ('path')")
+            }
+            message = bytes
+        case (let path?, nil):
+            guard path.hasPrefix("/") else { throw APIError(400, "bad_field", "'path' must be the absolute path of a file") }
+        default:
+            throw APIError(400, "bad_field", "give either 'path' (a file) or 'message' (text), not both")
         }
-        guard let path = o.path, path.hasPrefix("/") else {
-            throw APIError(400, "bad_field", "'path' must be the absolute path of a file")
-        }
+        let path = o.path ?? ""
         let priority = o.priority ?? 0
         guard (-1000...1000).contains(priority) else {
             throw APIError(400, "bad_field", "'priority' must be a whole number from -1000 to 1000 (higher goes first)")
@@ -163,7 +172,7 @@ public struct DaemonAPI: Sendable {
             }
             ttl = n
         }
-        return ItemSubmission(peer: peer, path: path, priority: priority, ttlSeconds: ttl)
+        return ItemSubmission(peer: peer, path: path, message: message, priority: priority, ttlSeconds: ttl)
     }
 
     func events(_ request: HTTPRequest) throws -> HTTPReply {

@@ -41,14 +41,16 @@ public struct DaemonStatus: Sendable, Equatable {
 public struct ItemSubmission: Sendable, Equatable {
     /// Peer ID, unique ID prefix (8 or more characters) or trusted name.
     public var peer: String
-    /// Absolute path of a regular file the caller may read.
+    /// Absolute path of a regular file the caller may read (empty for a message).
     public var path: String
+    /// A message item's bytes (1 to 65536), instead of a file.
+    public var message: [UInt8]?
     public var priority: Int
     /// Seconds; nil: the daemon's `ttl`.
     public var ttlSeconds: Int?
 
-    public init(peer: String, path: String, priority: Int = 0, ttlSeconds: Int? = nil) {
-        self.peer = peer; self.path = path; self.priority = priority; self.ttlSeconds = ttlSeconds
+    public init(peer: String, path: String, message: [UInt8]? = nil, priority: Int = 0, ttlSeconds: Int? = nil) {
+        self.peer = peer; self.path = path; self.message = message; self.priority = priority; self.ttlSeconds = ttlSeconds
     }
 }
 

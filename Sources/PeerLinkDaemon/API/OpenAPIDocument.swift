@@ -417,7 +417,7 @@ enum OpenAPIDocument {
           },
           "message": {
             "type": "string",
-            "description": "Not delivered yet: answered 501."
+            "description": "A message item instead of a file: 1 to 65536 bytes of UTF-8, delivered to the peer's inbox as message-<id>.txt."
           },
           "priority": {
             "type": "integer",
@@ -549,6 +549,7 @@ enum OpenAPIDocument {
               "item.failed",
               "item.received",
               "file.received",
+              "message.received",
               "peer.connected",
               "peer.left"
             ]
