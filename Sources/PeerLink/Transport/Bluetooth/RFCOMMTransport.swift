@@ -87,9 +87,31 @@ public struct RFCOMMTransport: Transport {
         let localText = adapterAddress
         return try await BlockingCall.run("pl.dial.rfcomm") {
             do {
-                return try RFCOMMTransport.dial(remote: remote, channel: UInt8(endpoint.port), local: local, localText: localText, timeout: timeout)
+                return try RFCOMMTransport.dialWhenFree(remote: remote, channel: UInt8(endpoint.port), local: local, localText: localText,
+                                                        timeout: timeout)
             } catch {
                 throw StaleACL.afterTimeout(error, remote: BluetoothAddress.format(remote), localAdapter: localText)
+            }
+        }
+    }
+
+    /// How long a dial waits for the kernel to release this device's previous connection to
+    /// the same remote channel (EBUSY: RFCOMM allows one per device pair and channel, and a
+    /// link just closed — the previous session with the same peer — is released a moment later).
+    static let busyWait = 3.0
+
+    /// `dial`, tried again while the remote channel is still taken by this device's previous
+    /// connection (EBUSY), for up to `busyWait` seconds within `timeout`.
+    static func dialWhenFree(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?,
+                             timeout: Double) throws -> FDConnection {
+        let deadline = ProcessInfo.processInfo.systemUptime + min(timeout, busyWait)
+        var pause = 0.1
+        while true {
+            do {
+                return try dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
+            } catch let TransportError.system(_, e) where e == EBUSY && ProcessInfo.processInfo.systemUptime + pause < deadline {
+                usleep(UInt32(pause * 1e6))
+                pause = min(pause * 2, 0.8)
             }
         }
     }
