@@ -10,6 +10,10 @@ public protocol DaemonAPIBackend: Sendable {
     func apiItems(in states: Set<OutboundItem.State>) async throws -> [OutboundItem]
     /// Queues a file item from a checked submission, as `caller`.
     func apiSubmit(_ submission: ItemSubmission, caller: PeerCredentials) async throws(APIError) -> OutboundItem
+    /// Unknown peers waiting for the owner's answer (`GET /v1/pending`), first asked first.
+    func apiPending() async -> [PendingPeer]
+    /// The owner's answer to a pending peer named by `peer` (ID, ID prefix or display name).
+    func apiAnswerPending(_ peer: String, _ answer: PendingAnswer) async throws(APIError) -> PendingOutcome
 }
 
 /// `GET /v1/status`'s answer.
