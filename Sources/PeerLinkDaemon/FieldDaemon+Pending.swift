@@ -15,6 +15,12 @@ extension FieldDaemon {
     func holdForOwner(_ inv: Invitation) {
         let now = uptime
         lapsePending(now: now)
+        guard pending.hasRoom(for: inv.peer) else {
+            log.warning("declined invitation: the pending list is full", metadata: ["peer": "\(inv.displayName) [\(inv.peer)]",
+                                                                                   "listed": "\(pending.capacity)"])
+            inv.decline()
+            return
+        }
         let context = String(bytes: inv.context, encoding: .utf8) ?? ""
         let (isNew, superseded) = pending.ask(peer: inv.peer, name: inv.displayName, context: context, timeout: inv.timeout,
                                               ticket: inv, now: now, wall: clock().millisecondsSince1970)

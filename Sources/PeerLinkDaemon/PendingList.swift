@@ -25,10 +25,16 @@ public struct PendingList<Ticket: Sendable>: Sendable {
 
     /// How long (seconds) a peer stays listed after its latest invitation.
     public let memory: Double
+    /// Most peers listed: a flood of new identities cannot grow the list (or the invitations
+    /// held) without bound; a new peer beyond it is declined at once.
+    public let capacity: Int
     private var entries: [PeerID: PendingPeer] = [:]
     private var tickets: [PeerID: Ticket] = [:]
 
-    public init(memory: Double = 600) { self.memory = memory }
+    public init(memory: Double = 600, capacity: Int = 64) { self.memory = memory; self.capacity = max(1, capacity) }
+
+    /// Whether an invitation from `peer` can be listed now (it is listed already, or there is room).
+    public func hasRoom(for peer: PeerID) -> Bool { entries[peer] != nil || entries.count < capacity }
 
     /// Records an invitation from `peer` that waits up to `timeout` seconds (at most
     /// `longestWait`). Returns whether the peer is new to the list (worth telling the owner)

@@ -13,11 +13,29 @@ struct DaemonConnection {
     }
 
     /// Whether a daemon answers on the socket now (what `peerlink send` checks before using it).
-    var isRunning: Bool {
-        guard FileManager.default.fileExists(atPath: socketPath) else { return false }
+    enum Probe: Equatable {
+        case running
+        /// No socket, or nobody accepting on it.
+        case absent
+        /// A daemon is there but answered with an error (e.g. 403: this user may not use it).
+        case refused(String)
+    }
+
+    func probe() -> Probe {
+        guard FileManager.default.fileExists(atPath: socketPath) else { return .absent }
         var quick = client
         quick.timeout = .seconds(2)
-        return (try? quick.request("GET", "/v1/status").status) == 200
+        do {
+            let answer = try quick.request("GET", "/v1/status")
+            if answer.status == 200 { return .running }
+            let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
+            let message = ((object?["error"] as? [String: Any])?["message"] as? String) ?? "status \(answer.status)"
+            return .refused("the daemon at \(socketPath) answered \(answer.status): \(message)")
+        } catch is DaemonClient.NotRunning {
+            return .absent
+        } catch {
+            return .refused("the daemon at \(socketPath) did not answer: \(error)")
+        }
     }
 
     /// Sends a request and returns the answer's JSON object; an error status or an unreadable

@@ -63,10 +63,16 @@ struct SendCommand: AsyncParsableCommand {
     func run() async throws {
         if !direct {
             let daemon = DaemonConnection(socket: socket)
-            if daemon.isRunning {
+            switch daemon.probe() {
+            case .running:
                 let failures = try DaemonSend(daemon: daemon, files: files, peer: to, wait: wait, out: Output(json: node.json)).run()
                 if failures > 0 { throw ExitCode(1) }
                 return
+            case let .refused(why):
+                // Opening radios beside a daemon that holds them would fight it: say so instead.
+                throw RuntimeFailure("\(why); use --direct to send with this command's own radios")
+            case .absent:
+                break
             }
             if socket != nil { throw RuntimeFailure("no daemon answers at \(daemon.socketPath)") }
             if wait { throw RuntimeFailure("--wait needs a running daemon, and none answers at \(daemon.socketPath)") }

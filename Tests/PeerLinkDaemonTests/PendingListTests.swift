@@ -87,6 +87,16 @@ final class PendingListTests: XCTestCase {
         XCTAssertTrue(list.list(now: 600).isEmpty)
     }
 
+    func testTheListHasACapacityForNewPeersButNotForRepeatAsks() {
+        var list = PendingList<Int>(capacity: 1)
+        XCTAssertTrue(list.hasRoom(for: alpha))
+        _ = list.ask(peer: alpha, name: "alpha", context: "", timeout: 30, ticket: 1, now: 0, wall: 0)
+        XCTAssertTrue(list.hasRoom(for: alpha), "a listed peer may ask again")
+        XCTAssertFalse(list.hasRoom(for: beta))
+        _ = list.answer(alpha, now: 1)
+        XCTAssertTrue(list.hasRoom(for: beta))
+    }
+
     func testPeersAreNamedByIDPrefixOrDisplayName() {
         var list = PendingList<Int>()
         _ = list.ask(peer: alpha, name: "laptop", context: "", timeout: 30, ticket: 1, now: 0, wall: 0)
