@@ -220,6 +220,10 @@ check "…intact" test "$(sha "$work/state-$C/inbox/forc.bin" 2>/dev/null)" = "$
 check "…and the pending list is empty again" bash -c "
     '$bin' pending --socket '$sock_c' --json | grep -q '\"pending\":\\[\\]'"
 
+check "peerlink links shows the daemon's session too (read from /v1/status)" bash -c "
+    '$bin' links --socket '$sock_a' --json >'$work/links.json' && grep -q '\"command\" : \"daemon\"' '$work/links.json' &&
+    grep -qE '$id_b|$id_c' '$work/links.json'"
+
 # 7. SIGTERM stops the daemon cleanly.
 p=$(pid_of "$B"); kill -TERM "$p"
 for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done

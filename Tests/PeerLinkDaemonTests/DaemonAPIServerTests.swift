@@ -29,6 +29,7 @@ struct FakeBackend: DaemonAPIBackend {
             return PendingOutcome(peer: FakeBackend.asker.description, name: "stranger", answer: "declined", trusted: false, invitationAnswered: false)
         }
     }
+    func apiLinks() async -> DaemonLinks { DaemonLinks(policy: "bluetooth-first", peers: []) }
     static let asker = PeerID(digest: Array(repeating: 7, count: 32))
 }
 
@@ -95,6 +96,8 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertEqual(o["peer"] as? String, "abc")
         XCTAssertEqual(o["items"] as? [String: Int], ["queued": 2, "sending": 0, "delivered": 5, "expired": 0, "failed": 0])
         XCTAssertEqual((o["peers"] as? [[String: String]])?.first?["name"], "laptop")
+        XCTAssertEqual((o["links"] as? [String: Any])?["policy"] as? String, "bluetooth-first")
+        XCTAssertEqual(o["pid"] as? Int, Int(getpid()))
 
         let (s404, b404) = try client.request("GET", "/v1/nothing")
         XCTAssertEqual(s404, 404)

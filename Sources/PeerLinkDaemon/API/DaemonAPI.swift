@@ -1,4 +1,5 @@
 import Foundation
+import PeerLink
 import PeerLinkStore
 import Synchronization
 
@@ -80,8 +81,11 @@ public struct DaemonAPI: Sendable {
         var counts: [String: Int] = [:]
         for state in OutboundItem.State.allCases { counts[state.rawValue] = s.items[state] ?? 0 }
         let events = backend.events
+        let links = await backend.apiLinks()
+        let peers = (try? JSONEncoder().encode(links.peers)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []
         return .json(200, [
-            "api_version": 1,
+            "api_version": 1, "pid": Int(getpid()),
+            "links": ["policy": links.policy, "peers": peers],
             "peer": s.peer, "name": s.name, "service": s.service,
             "uptime_seconds": (s.uptimeSeconds * 1000).rounded() / 1000,
             "peers": s.peers.map { ["peer": $0.peer, "name": $0.name] },

@@ -584,12 +584,18 @@ enum OpenAPIDocument {
           "items",
           "inbox",
           "outbox",
-          "events"
+          "events",
+          "pid",
+          "links"
         ],
         "properties": {
           "api_version": {
             "type": "integer",
             "const": 1
+          },
+          "pid": {
+            "type": "integer",
+            "description": "The daemon's process ID."
           },
           "peer": {
             "type": "string"
@@ -654,6 +660,25 @@ enum OpenAPIDocument {
               "last_id": {
                 "type": "integer",
                 "description": "Follow only new events with after=last_id."
+              }
+            }
+          },
+          "links": {
+            "type": "object",
+            "description": "The daemon session's link policy and each connected peer's links, in the form `peerlink links --json` prints (peer, displayName, state, links with medium, remote, rttMillis, loss, throughput, carries, reason, \u2026).",
+            "required": [
+              "policy",
+              "peers"
+            ],
+            "properties": {
+              "policy": {
+                "type": "string"
+              },
+              "peers": {
+                "type": "array",
+                "items": {
+                  "type": "object"
+                }
               }
             }
           }
