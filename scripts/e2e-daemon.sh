@@ -5,7 +5,10 @@
 # the receiver and of the sender at random moments and arrives exactly once, intact; an item
 # whose peer never comes expires and is moved aside with its reason; the local API answers
 # `peerlink status` and a Python client (Examples/python/peerlink_client.py) that queues an
-# item and follows the event stream until it is delivered; SIGTERM stops cleanly.
+# item and follows the event stream until it is delivered; `peerlink send` queues through a
+# running daemon (and --wait follows the item until delivered); a third node with
+# accept = "known" lists the unknown holder as pending until the owner accepts it with
+# `peerlink pending accept`, and the item then arrives; SIGTERM stops cleanly.
 #
 #   scripts/e2e-daemon.sh [PEERLINK_BINARY] [--kills N] [--mib M] [--seed S]
 # Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
@@ -30,6 +33,7 @@ chmod 755 "$work"
 export IPLAB_PREFIX=${IPLAB_PREFIX:-pldmn}
 A=${IPLAB_PREFIX}a
 B=${IPLAB_PREFIX}b
+C=${IPLAB_PREFIX}c
 NAME=e2e-daemon
 # shellcheck source=lab/e2e-lib.sh
 . "$here/lab/e2e-lib.sh"
@@ -40,11 +44,11 @@ RANDOM=$seed
 peerid() { "$lab" exec "$1" env PEERLINK_CONFIG_DIR="$work/cfg-$1" "$bin" id --json | sed -n 's/.*"peer":"\([A-Za-z2-7]*\)".*/\1/p'; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-# config HOST [extra TOML lines] — writes $work/HOST.toml
+# [accept=RULE] config HOST [extra TOML lines] — writes $work/HOST.toml
 config() {
     local host=$1; shift
-    { printf 'service = "fieldtest"\nname = "%s"\nmedia = "ip"\naccept = "all"\nstate_dir = "%s"\nkeep_free = 0\nlog_level = "debug"\nruntime_dir = "%s"\n' \
-        "$host" "$work/state-$host" "$work/run-$host"; printf '%s\n' "$@"; } >"$work/$host.toml"
+    { printf 'service = "fieldtest"\nname = "%s"\nmedia = "ip"\naccept = "%s"\nstate_dir = "%s"\nkeep_free = 0\nlog_level = "debug"\nruntime_dir = "%s"\n' \
+        "$host" "${accept:-all}" "$work/state-$host" "$work/run-$host"; printf '%s\n' "$@"; } >"$work/$host.toml"
 }
 
 # start HOST — runs the daemon on HOST in the background (log appended to $work/HOST.log)
@@ -76,12 +80,12 @@ drop() {
 }
 
 t0=$(date +%s)
-if ! "$lab" up "$work/lab" 2 >"$work/lab-up.log" 2>&1; then
+if ! "$lab" up "$work/lab" 3 >"$work/lab-up.log" 2>&1; then
     cat "$work/lab-up.log" >&2
     echo "FAIL lab setup (see above)"; echo "0 passed, 1 failed"; exit 1
 fi
 echo "lab up in $(( $(date +%s) - t0 )) s"
-id_a=$(peerid "$A"); id_b=$(peerid "$B")
+id_a=$(peerid "$A"); id_b=$(peerid "$B"); id_c=$(peerid "$C")
 
 # 0. A configuration with a typo is refused with its line, before anything starts.
 printf 'service = "x"\nacept = "all"\n' >"$work/bad.toml"
@@ -173,7 +177,58 @@ check "a message item queued through the API lands once in the peer's inbox" bas
     for _ in \$(seq 1 100); do ls '$work/state-$B/inbox/'message-*.txt >/dev/null 2>&1 && break; sleep 0.2; done
     [ \"\$(cat '$work/state-$B/inbox/'message-*.txt)\" = level=1.2m ] && [ \$(ls '$work/state-$B/inbox/'message-*.txt | wc -l) = 1 ]"
 
-# 5. SIGTERM stops the daemon cleanly.
+# 5. `peerlink send` while a daemon runs queues through its socket (found by
+# PEERLINK_RUNTIME_DIR, as `peerlink status` finds it); --wait follows until delivered. A runs
+# again with the default ttl (section 3 gave it 3 s).
+kill "$(pid_of "$A")"; wait "${daemon_pid[$A]}" 2>/dev/null
+config "$A"
+start "$A"
+wait_for "$work/$A.log" "API listening" 15
+head -c 200000 /dev/urandom >"$work/cli-item.bin"
+head -c 100000 /dev/urandom >"$work/cli-wait.bin"
+check "peerlink send queues through the daemon (no radios of its own) and says so" bash -c "
+    PEERLINK_RUNTIME_DIR='$work/run-$A' '$bin' send '$work/cli-item.bin' --to '$id_b' >'$work/send.out' 2>'$work/send.err' &&
+    grep -q \"queued 'cli-item.bin' .* for $id_b (item [0-9a-f]*); the daemon delivers it when $id_b is in range\" '$work/send.out'"
+check "…and the item arrives intact" bash -c "
+    for _ in \$(seq 1 150); do [ -f '$work/state-$B/inbox/cli-item.bin' ] && break; sleep 0.2; done
+    [ \"\$(sha256sum <'$work/state-$B/inbox/cli-item.bin')\" = \"\$(sha256sum <'$work/cli-item.bin')\" ]"
+check "peerlink send --wait exits 0 once the daemon says delivered" bash -c "
+    PEERLINK_RUNTIME_DIR='$work/run-$A' timeout 90 '$bin' send '$work/cli-wait.bin' --to '$id_b' --wait >'$work/send-wait.out' 2>'$work/send-wait.err' &&
+    grep -q \"delivered 'cli-wait.bin' to $id_b (1 of 1)\" '$work/send-wait.out' && [ -f '$work/state-$B/inbox/cli-wait.bin' ]"
+sed 's/^/     | /' "$work/send-wait.out"
+check "…--json prints one object per step" bash -c "
+    PEERLINK_RUNTIME_DIR='$work/run-$A' timeout 90 '$bin' send '$work/cli-wait.bin' --to '$id_b' --wait --json >'$work/send-json.out' &&
+    grep -q '\"event\":\"queued\"' '$work/send-json.out' && grep -q '\"event\":\"delivered\"' '$work/send-json.out'"
+
+# 6. The pending list: C takes only trusted peers and does not trust A. A holds an item for C;
+# C lists A as pending; the owner accepts it and the item arrives (A invites again while it
+# holds the item, every 10 s).
+accept=known config "$C"
+start "$C"
+sock_c="$work/run-$C/daemon.sock"
+drop "$A" "$id_c" forc.bin 1
+check "an unknown peer that asks is listed as pending (peerlink pending --json)" bash -c "
+    for _ in \$(seq 1 60); do
+        '$bin' pending --socket '$sock_c' --json 2>/dev/null | grep -q '\"peer\":\"$id_a\"' && exit 0; sleep 1
+    done; exit 1"
+check "…with its name and asks in the text listing" bash -c "
+    '$bin' pending --socket '$sock_c' | grep -q '^$A \[$id_a\] asked '"
+"$bin" pending --socket "$sock_c" | sed 's/^/     | /'
+check "…and nothing of it is received before the owner answers" test ! -e "$work/state-$C/inbox/forc.bin"
+check "peerlink pending accept trusts the peer" bash -c "
+    '$bin' pending accept '$id_a' --name 'field laptop' --socket '$sock_c' >'$work/accept.out' &&
+    grep -q 'trusted and accepted $A \[$id_a\]' '$work/accept.out' &&
+    grep -q '^$id_a field laptop\$' '$work/cfg-$C/trusted-peers'"
+check "…and the held item arrives" wait_for "$work/$C.log" "item received .*forc.bin" 60
+check "…intact" test "$(sha "$work/state-$C/inbox/forc.bin" 2>/dev/null)" = "$(sha "$work/original-forc.bin")"
+check "…and the pending list is empty again" bash -c "
+    '$bin' pending --socket '$sock_c' --json | grep -q '\"pending\":\\[\\]'"
+
+check "peerlink links shows the daemon's session too (read from /v1/status)" bash -c "
+    '$bin' links --socket '$sock_a' --json >'$work/links.json' && grep -q '\"command\" : \"daemon\"' '$work/links.json' &&
+    grep -qE '$id_b|$id_c' '$work/links.json'"
+
+# 7. SIGTERM stops the daemon cleanly.
 p=$(pid_of "$B"); kill -TERM "$p"
 for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM stops the daemon within 10 s, saying so" bash -c "! kill -0 $p 2>/dev/null && grep -q 'stopping' '$work/$B.log'"

@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// One thing the daemon did that a client of its API may follow: an item queued, delivered,
-/// expired or failed, an item or file received, a peer connected or gone.
+/// expired or failed, an item or file received, a peer connected or gone, an unknown peer
+/// waiting for the owner's answer and that answer.
 public struct DaemonEvent: Sendable, Equatable, Codable {
     /// What happened (the SSE `event:` field of `GET /v1/events`).
     public enum Kind: String, Sendable, Codable, CaseIterable {
@@ -15,6 +16,12 @@ public struct DaemonEvent: Sendable, Equatable, Codable {
         case messageReceived = "message.received"
         case peerConnected = "peer.connected"
         case peerLeft = "peer.left"
+        /// An unknown peer asked for a session and waits in the pending list.
+        case peerPending = "peer.pending"
+        /// The owner accepted a pending peer (`reason` says whether it is now trusted).
+        case peerAccepted = "peer.accepted"
+        /// The owner declined a pending peer.
+        case peerDeclined = "peer.declined"
     }
 
     /// Increases by one per event. The first event of a daemon run takes the run's start

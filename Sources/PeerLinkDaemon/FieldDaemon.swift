@@ -83,6 +83,8 @@ public actor FieldDaemon {
     var peerNames: [PeerID: String] = [:]
     /// Outbox files the API is queueing itself (the outbox scan leaves them alone).
     var submitting: Set<String> = []
+    /// Unknown peers that asked (`accept = "known"`) and wait for the owner's answer.
+    var pending = PendingList<Invitation>()
     private var tasks: [Task<Void, Never>] = []
 
     public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger, events: DaemonEvents = DaemonEvents(),
@@ -155,6 +157,8 @@ public actor FieldDaemon {
         if ok {
             log.info("accepted invitation", metadata: ["peer": "\(who)"])
             inv.accept(into: session)
+        } else if config.accept == .known {
+            holdForOwner(inv)
         } else {
             log.notice("declined invitation", metadata: ["peer": "\(who)", "why": "\(config.accept == .none ? "accept = none" : "not in the trust store (peerlink trust add \(inv.peer))")"])
             inv.decline()

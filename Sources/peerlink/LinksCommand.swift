@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkDaemon
 
 /// `peerlink links`: what every running peerlink command on this machine is connected to,
 /// over which links, and why each link carries what it carries.
@@ -14,7 +15,8 @@ struct LinksCommand: ParsableCommand {
         For each peer: each link's medium, remote address, state (up, or suspected while it is \
         silent with data in flight), round-trip time, probe loss, measured throughput, the \
         roles it carries (control, reliable, bulk, unreliable) and the link policy's reason. \
-        Exit status 1 when no running command was found.
+        A running daemon's links are shown too, read from its API socket (found as `peerlink \
+        status` finds it, or --socket). Exit status 1 when no running command was found.
         """
     )
 
@@ -24,8 +26,16 @@ struct LinksCommand: ParsableCommand {
     @Option(name: .long, help: "Show only this process.")
     var pid: Int32?
 
+    @Option(name: .long, help: ArgumentHelp("The daemon's API socket (default: as `peerlink status` finds it).", valueName: "path"))
+    var socket: String?
+
     func run() throws {
         var (reports, problems) = ControlClient.collect()
+        switch Self.daemonReport(socket: socket) {
+        case let .success(r?): reports.append(r)
+        case .success(nil): break
+        case let .failure(e): problems.append("the daemon: \(e)")
+        }
         if let pid { reports = reports.filter { $0.pid == pid } }
         let out = Output(json: json)
         for p in problems { out.note("no report from \(p)") }
@@ -40,6 +50,27 @@ struct LinksCommand: ParsableCommand {
             out.note("no running peerlink command found\(pid.map { " with pid \($0)" } ?? "") (looked in \(ControlDirectory.path))")
             throw ExitCode(1)
         }
+    }
+
+    /// The running daemon's links from `GET /v1/status` (nil when no daemon answers).
+    static func daemonReport(socket: String?) -> Result<ControlReport?, RuntimeFailure> {
+        let daemon = DaemonConnection(socket: socket)
+        guard FileManager.default.fileExists(atPath: daemon.socketPath) else { return .success(nil) }
+        let status: [String: Any]
+        do {
+            status = try daemon.json("GET", "/v1/status")
+        } catch let e as RuntimeFailure {
+            return e.description.contains("no daemon at") ? .success(nil) : .failure(e)
+        } catch {
+            return .failure(RuntimeFailure("\(error)"))
+        }
+        guard let links = status["links"] as? [String: Any], let list = links["peers"],
+              let data = try? JSONSerialization.data(withJSONObject: list),
+              let peers = try? JSONDecoder().decode([PeerLinks].self, from: data) else {
+            return .failure(RuntimeFailure("its status has no links (an older daemon?)"))
+        }
+        return .success(ControlReport(pid: Int32(status["pid"] as? Int ?? 0), command: "daemon", peer: status["peer"] as? String ?? "?",
+                                      name: status["name"] as? String ?? "?", policy: links["policy"] as? String ?? "?", peers: peers))
     }
 
     static func render(_ r: ControlReport) -> String {

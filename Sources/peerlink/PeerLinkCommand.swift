@@ -18,7 +18,7 @@ struct PeerLinkCommand: AsyncParsableCommand {
         """,
         subcommands: [IdCommand.self, DoctorCommand.self, BrowseCommand.self, AdvertiseCommand.self,
                       ChatCommand.self, SendCommand.self, ReceiveCommand.self, LinksCommand.self, TrustCommand.self,
-                      DaemonCommand.self, StatusCommand.self]
+                      DaemonCommand.self, StatusCommand.self, PendingCommand.self]
     )
 
     static func main() async {

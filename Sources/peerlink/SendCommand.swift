@@ -1,12 +1,24 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkDaemon
 
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send files to a peer running `peerlink receive`.",
+        abstract: "Send files to a peer (through the running daemon, when one runs).",
         discussion: """
+        While a daemon runs here (its API socket answers, found as `peerlink status` finds \
+        it), each file is queued through it as an item for the peer and the command returns: \
+        the daemon delivers it when the peer is in range, exactly once, and keeps it until then \
+        (or until its time to live passes). The peer is then named as the daemon knows it: \
+        its ID, an ID prefix of 8 or more characters, or a name in the trust store. --wait \
+        follows the daemon's events until every file is delivered (exit 0) or one expires or \
+        fails (exit 1, with the reason). --direct opens this command's own radios instead, \
+        as without a daemon.
+
+        Without a daemon (or with --direct) the command finds the peer, which must be running \
+        `peerlink receive` (or a daemon that accepts it), and sends the files itself. \
         Each file's SHA-256 is checked by the receiver before it appears under its final name. \
         If the link is lost, the transfer reconnects and resumes where it stopped (up to \
         --retries times); running the same command again later also resumes. With several files, \
@@ -27,6 +39,15 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Reconnect-and-resume attempts per file after a lost link.")
     var retries: Int = 5
 
+    @Flag(name: .long, help: "Open this command's own radios even when a daemon runs.")
+    var direct = false
+
+    @Flag(name: .long, help: "Through the daemon: wait until each file is delivered (exit 1 when one expires or fails).")
+    var wait = false
+
+    @Option(name: .long, help: ArgumentHelp("The daemon's API socket (default: as `peerlink status` finds it; it must answer).", valueName: "path"))
+    var socket: String?
+
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one file to send") }
         for f in files {
@@ -36,9 +57,26 @@ struct SendCommand: AsyncParsableCommand {
             guard FileManager.default.isReadableFile(atPath: f) else { throw ValidationError("\(f) is not readable") }
         }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
+        if direct, wait || socket != nil { throw ValidationError("--wait and --socket go through the daemon; --direct does not use it") }
     }
 
     func run() async throws {
+        if !direct {
+            let daemon = DaemonConnection(socket: socket)
+            switch daemon.probe() {
+            case .running:
+                let failures = try DaemonSend(daemon: daemon, files: files, peer: to, wait: wait, out: Output(json: node.json)).run()
+                if failures > 0 { throw ExitCode(1) }
+                return
+            case let .refused(why):
+                // Opening radios beside a daemon that holds them would fight it: say so instead.
+                throw RuntimeFailure("\(why); use --direct to send with this command's own radios")
+            case .absent:
+                break
+            }
+            if socket != nil { throw RuntimeFailure("no daemon answers at \(daemon.socketPath)") }
+            if wait { throw RuntimeFailure("--wait needs a running daemon, and none answers at \(daemon.socketPath)") }
+        }
         let d = try await Dialling(node, command: "send", peer: to, lookupTimeout: timeout, context: Array("send \(files.count) file(s)".utf8))
         let out = d.output
         let peer: PeerInfo

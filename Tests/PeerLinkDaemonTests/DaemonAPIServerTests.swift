@@ -1,4 +1,5 @@
 import Foundation
+import PeerLink
 import PeerLinkStore
 import XCTest
 @testable import PeerLinkDaemon
@@ -15,6 +16,21 @@ struct FakeBackend: DaemonAPIBackend {
     func apiSubmit(_ s: ItemSubmission, caller: PeerCredentials) async throws(APIError) -> OutboundItem {
         throw APIError(422, "unknown_peer", "no peer '\(s.peer)' (\(s.priority), \(s.ttlSeconds ?? -1))")
     }
+    func apiPending() async -> [PendingPeer] {
+        [PendingPeer(peer: FakeBackend.asker, name: "stranger", context: "send 1 file(s)", firstAsked: 1_795_814_494_000,
+                     lastAsked: 1_795_814_504_000, timesAsked: 2, secondsLeft: 21.26)]
+    }
+    func apiAnswerPending(_ peer: String, _ answer: PendingAnswer) async throws(APIError) -> PendingOutcome {
+        guard peer == "stranger" || peer == FakeBackend.asker.description else { throw APIError(404, "not_pending", "no pending peer '\(peer)'") }
+        switch answer {
+        case let .accept(trust, name):
+            return PendingOutcome(peer: FakeBackend.asker.description, name: name ?? "stranger", answer: "accepted", trusted: trust, invitationAnswered: true)
+        case .decline:
+            return PendingOutcome(peer: FakeBackend.asker.description, name: "stranger", answer: "declined", trusted: false, invitationAnswered: false)
+        }
+    }
+    func apiLinks() async -> DaemonLinks { DaemonLinks(policy: "bluetooth-first", peers: []) }
+    static let asker = PeerID(digest: Array(repeating: 7, count: 32))
 }
 
 /// The API server on a real Unix socket in a temporary directory.
@@ -80,6 +96,8 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertEqual(o["peer"] as? String, "abc")
         XCTAssertEqual(o["items"] as? [String: Int], ["queued": 2, "sending": 0, "delivered": 5, "expired": 0, "failed": 0])
         XCTAssertEqual((o["peers"] as? [[String: String]])?.first?["name"], "laptop")
+        XCTAssertEqual((o["links"] as? [String: Any])?["policy"] as? String, "bluetooth-first")
+        XCTAssertEqual(o["pid"] as? Int, Int(getpid()))
 
         let (s404, b404) = try client.request("GET", "/v1/nothing")
         XCTAssertEqual(s404, 404)
@@ -200,6 +218,42 @@ final class DaemonAPIServerTests: XCTestCase {
         p.waitUntilExit()
         XCTAssertTrue(out.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), out)
         XCTAssertTrue(out.contains("uid 65534 may not use this daemon: only root, uid 0"), out)
+    }
+
+    func testThePendingListAndTheOwnersAnswers() throws {
+        let path = try start()
+        let client = DaemonClient(socketPath: path)
+        let (status, body) = try client.request("GET", "/v1/pending")
+        XCTAssertEqual(status, 200)
+        let first = try XCTUnwrap((json(body)["pending"] as? [[String: Any]])?.first)
+        XCTAssertEqual(first["peer"] as? String, FakeBackend.asker.description)
+        XCTAssertEqual(first["name"] as? String, "stranger")
+        XCTAssertEqual(first["context"] as? String, "send 1 file(s)")
+        XCTAssertEqual(first["times_asked"] as? Int, 2)
+        XCTAssertEqual(first["waiting"] as? Bool, true)
+        XCTAssertEqual(first["seconds_left"] as? Double, 21.3)
+        XCTAssertEqual(first["first_asked"] as? String, "2026-11-27T21:21:34.000Z")
+
+        func post(_ peer: String, _ body: String) throws -> (Int, [String: Any]) {
+            let (s, b) = try client.request("POST", "/v1/pending/" + peer, json: Array(body.utf8))
+            return (s, json(b))
+        }
+        let accepted = try post("str%61nger", #"{"answer":"accept","name":"anna"}"#)
+        XCTAssertEqual(accepted.0, 200, "\(accepted.1)")
+        XCTAssertEqual(accepted.1["answer"] as? String, "accepted")
+        XCTAssertEqual(accepted.1["name"] as? String, "anna")
+        XCTAssertEqual(accepted.1["trusted"] as? Bool, true, "accept trusts unless told not to")
+        XCTAssertEqual(accepted.1["invitation_answered"] as? Bool, true)
+        XCTAssertEqual(try post("stranger", #"{"answer":"accept","trust":false}"#).1["trusted"] as? Bool, false)
+        XCTAssertEqual(try post("stranger", #"{"answer":"decline"}"#).1["answer"] as? String, "declined")
+        XCTAssertEqual(try post("nobody", #"{"answer":"decline"}"#).0, 404)
+        XCTAssertEqual(try post("stranger", #"{"answer":"maybe"}"#).0, 400)
+        XCTAssertEqual(try post("stranger", #"{"answer":"accept","trust":1}"#).0, 400)
+        XCTAssertEqual(try post("stranger", #"{"answer":"decline","trust":true}"#).0, 400)
+        XCTAssertEqual(try post("stranger", #"{"answer":"accept","block":true}"#).0, 400)
+        XCTAssertEqual(try client.request("POST", "/v1/pending").status, 405)
+        XCTAssertTrue(try exchange(path, "GET /v1/pending/stranger HTTP/1.1\r\nHost: x\r\n\r\n").contains("Allow: POST\r\n"))
+        XCTAssertEqual(try client.request("POST", "/v1/pending/a/b").status, 404)
     }
 
     /// docs/api/openapi.json is what the daemon serves, and lists exactly the routes it answers.

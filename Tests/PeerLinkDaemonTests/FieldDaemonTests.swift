@@ -41,13 +41,55 @@ final class FieldDaemonTests: XCTestCase {
         // B lets only trusted peers into its session.
         let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.accept = .known }
         try a.drop("notes.txt", bytes: randomBytes(1000), for: b.peer)
+        // B lists A as pending (each new invitation replaces, and declines, the one before).
+        await b.waitForLog("peerlink pending accept \(a.peer)")
         await a.waitForLog("declined the invitation")
-        await b.waitForLog("not in the trust store (peerlink trust add \(a.peer))")
         XCTAssertEqual(files(b.inbox), [])
         XCTAssertEqual(try a.ledger.items(in: [.queued, .sending]).count, 1, "the item stays queued")
         try b.trust.trust(a.peer, name: "alpha")
         await b.waitForLog("item received")
         await a.waitForLog("delivered")
+        await a.stop(); await b.stop()
+    }
+
+    func testAPendingPeerTheOwnerAcceptsIsTrustedAndItsItemArrives() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.accept = .known }
+        try a.drop("notes.txt", bytes: randomBytes(1000), for: b.peer)
+        var listed: [PendingPeer] = []
+        for _ in 0..<200 where listed.isEmpty {
+            listed = await b.daemon.apiPending()
+            if listed.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        XCTAssertEqual(listed.map(\.peer), [a.peer])
+        XCTAssertEqual(listed.first?.name, "alpha")
+        XCTAssertEqual(listed.first?.waiting, true)
+        await XCTAssertThrowsAPIError(404) { _ = try await b.daemon.apiAnswerPending("nobody", .decline) }
+        let outcome = try await b.daemon.apiAnswerPending("alpha", .accept(trust: true, name: "anna"))
+        XCTAssertEqual(outcome.answer, "accepted")
+        XCTAssertTrue(outcome.trusted)
+        XCTAssertEqual(b.trust.trustedPeers()[a.peer], "anna")
+        await b.waitForLog("item received")
+        await a.waitForLog("delivered")
+        let kinds = (try? b.daemon.events.after(b.daemon.events.oldestID - 1).get())?.map(\.kind) ?? []
+        XCTAssertTrue(kinds.contains(.peerPending) && kinds.contains(.peerAccepted), "\(kinds)")
+        await a.stop(); await b.stop()
+    }
+
+    func testDecliningAPendingPeerAnswersItsInvitationAndSaysSo() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.accept = .known }
+        try a.drop("notes.txt", bytes: randomBytes(1000), for: b.peer)
+        await b.waitForLog("peerlink pending accept \(a.peer)")
+        let outcome = try await b.daemon.apiAnswerPending(a.peer.description, .decline)
+        XCTAssertEqual(outcome.answer, "declined")
+        XCTAssertFalse(outcome.trusted)
+        XCTAssertNil(b.trust.trustedPeers()[a.peer])
+        let events = (try? b.daemon.events.after(b.daemon.events.oldestID - 1).get()) ?? []
+        XCTAssertEqual(events.last { $0.kind == .peerDeclined }?.peer, a.peer.description)
+        XCTAssertEqual(files(b.inbox), [])
         await a.stop(); await b.stop()
     }
 
@@ -122,5 +164,18 @@ final class MessageItemTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: b.inbox + "/" + name, encoding: .utf8), "level=1.2m")
         XCTAssertEqual(try a.ledger.item(item.id)?.state, .delivered)
         await a.stop(); await b.stop()
+    }
+}
+
+/// Fails unless `body` throws an `APIError` with `status`.
+func XCTAssertThrowsAPIError(_ status: Int, file: StaticString = #filePath, line: UInt = #line,
+                             _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        XCTFail("no error (expected \(status))", file: file, line: line)
+    } catch let e as APIError {
+        XCTAssertEqual(e.status, status, "\(e)", file: file, line: line)
+    } catch {
+        XCTFail("\(error)", file: file, line: line)
     }
 }

@@ -101,9 +101,25 @@ public struct IdentityStore: Sendable {
         try writeTrust(all)
     }
 
+    /// Replaces the trust store crash-safely: written to a temporary file, fsynced, renamed
+    /// over the old one, and the directory fsynced, so a crash or power cut at any instant
+    /// leaves either the old list or the new one.
     private func writeTrust(_ all: [PeerID: String]) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let text = all.keys.sorted().map { "\($0) \(all[$0] ?? "")" }.joined(separator: "\n") + "\n"
-        try text.write(toFile: trustPath, atomically: true, encoding: .utf8)
+        let tmp = trustPath + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw PeerLinkError.file("cannot write \(tmp): \(String(cString: strerror(errno)))") }
+        let bytes = Array(text.utf8)
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard n == bytes.count, synced, rename(tmp, trustPath) == 0 else {
+            let e = errno
+            unlink(tmp)
+            throw PeerLinkError.file("cannot write \(trustPath): \(String(cString: strerror(e)))")
+        }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 { _ = fsync(dir); close(dir) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLinkWire
+import PeerLink
 import PeerLinkStore
 import Synchronization
 
@@ -12,8 +13,28 @@ public struct DaemonAPI: Sendable {
         ("GET", "/v1/items"),
         ("POST", "/v1/items"),
         ("GET", "/v1/events"),
+        ("GET", "/v1/pending"),
+        ("POST", "/v1/pending/{peer}"),
         ("GET", "/v1/openapi.json"),
     ]
+
+    /// The parameters of `path` when it matches `template` (a `{name}` segment matches one
+    /// non-empty segment, percent-decoded), else nil.
+    static func match(_ template: String, _ path: String) -> [String: String]? {
+        let t = template.split(separator: "/", omittingEmptySubsequences: false)
+        let p = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard t.count == p.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (a, b) in zip(t, p) {
+            if a.hasPrefix("{"), a.hasSuffix("}") {
+                guard !b.isEmpty, let value = String(b).removingPercentEncoding else { return nil }
+                parameters[String(a.dropFirst().dropLast())] = value
+            } else if a != b {
+                return nil
+            }
+        }
+        return parameters
+    }
 
     /// How long an idle event stream waits before it sends a keep-alive comment (which is also
     /// how a stream notices its client has gone).
@@ -25,7 +46,8 @@ public struct DaemonAPI: Sendable {
 
     /// Answers one request.
     public func handle(_ request: HTTPRequest, caller: PeerCredentials) async -> HTTPReply {
-        let methods = Self.routes.filter { $0.path == request.path }.map(\.method)
+        let matching = Self.routes.compactMap { r in Self.match(r.path, request.path).map { (r.method, r.path, $0) } }
+        let methods = matching.map(\.0)
         guard !methods.isEmpty else {
             return .response(.error(404, "not_found", "no route \(request.path); GET /v1/openapi.json lists the routes"))
         }
@@ -34,12 +56,16 @@ public struct DaemonAPI: Sendable {
             r.headers.append(("Allow", methods.joined(separator: ", ")))
             return .response(r)
         }
+        let parameters = matching.first { $0.0 == request.method }?.2 ?? [:]
+        let template = matching.first { $0.0 == request.method }?.1 ?? request.path
         do {
-            switch (request.method, request.path) {
+            switch (request.method, template) {
             case ("GET", "/v1/status"): return .response(try await status())
             case ("GET", "/v1/items"): return .response(try await items(request))
             case ("POST", "/v1/items"): return .response(try await submit(request, caller: caller))
             case ("GET", "/v1/events"): return try events(request)
+            case ("GET", "/v1/pending"): return .response(await pending())
+            case ("POST", "/v1/pending/{peer}"): return .response(try await answerPending(request, peer: parameters["peer"] ?? ""))
             default: return .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(OpenAPIDocument.json.utf8)))
             }
         } catch let e as APIError {
@@ -56,8 +82,11 @@ public struct DaemonAPI: Sendable {
         var counts: [String: Int] = [:]
         for state in OutboundItem.State.allCases { counts[state.rawValue] = s.items[state] ?? 0 }
         let events = backend.events
+        let links = await backend.apiLinks()
+        let peers = (try? JSONEncoder().encode(links.peers)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []
         return .json(200, [
-            "api_version": 1,
+            "api_version": 1, "pid": Int(getpid()),
+            "links": ["policy": links.policy, "peers": peers],
             "peer": s.peer, "name": s.name, "service": s.service,
             "uptime_seconds": (s.uptimeSeconds * 1000).rounded() / 1000,
             "peers": s.peers.map { ["peer": $0.peer, "name": $0.name] },

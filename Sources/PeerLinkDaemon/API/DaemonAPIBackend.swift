@@ -1,3 +1,4 @@
+import PeerLink
 import PeerLinkStore
 
 /// What the API asks of the daemon (the `FieldDaemon`, or a stand-in in tests).
@@ -10,6 +11,20 @@ public protocol DaemonAPIBackend: Sendable {
     func apiItems(in states: Set<OutboundItem.State>) async throws -> [OutboundItem]
     /// Queues a file item from a checked submission, as `caller`.
     func apiSubmit(_ submission: ItemSubmission, caller: PeerCredentials) async throws(APIError) -> OutboundItem
+    /// Unknown peers waiting for the owner's answer (`GET /v1/pending`), first asked first.
+    func apiPending() async -> [PendingPeer]
+    /// The owner's answer to a pending peer named by `peer` (ID, ID prefix or display name).
+    func apiAnswerPending(_ peer: String, _ answer: PendingAnswer) async throws(APIError) -> PendingOutcome
+    /// The session's link policy and each peer's links, for `GET /v1/status` (`peerlink links`).
+    func apiLinks() async -> DaemonLinks
+}
+
+/// The daemon session's links as `GET /v1/status` gives them under `links`.
+public struct DaemonLinks: Sendable {
+    public var policy: String
+    /// Each peer's links, in the form `peerlink links --json` prints.
+    public var peers: [PeerLinks]
+    public init(policy: String, peers: [PeerLinks]) { self.policy = policy; self.peers = peers }
 }
 
 /// `GET /v1/status`'s answer.

@@ -274,6 +274,136 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/v1/pending": {
+      "get": {
+        "operationId": "listPending",
+        "summary": "Unknown peers waiting for the owner's answer",
+        "description": "With accept = \"known\", an invitation from a peer not in the trust store waits here for as long as the invitation's own timeout allows (at most 300 s) and is declined when it passes. A peer stays listed (waiting: false) for 10 minutes after it last asked; a daemon holding items for this node asks again every 10 s or so. First asked first.",
+        "responses": {
+          "200": {
+            "description": "The pending peers",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "pending"
+                  ],
+                  "properties": {
+                    "pending": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/PendingPeer"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/pending/{peer}": {
+      "post": {
+        "operationId": "answerPending",
+        "summary": "The owner's answer to a pending peer",
+        "description": "accept: adds the peer to the trust store (unless trust is false) and accepts its waiting invitation; when the invitation lapsed, the trusted peer's next invitation is accepted by the trust rule. decline: declines its waiting invitation and takes it off the list (it is listed again when it asks again). Events: peer.accepted or peer.declined.",
+        "parameters": [
+          {
+            "name": "peer",
+            "in": "path",
+            "required": true,
+            "description": "The pending peer's ID, a unique ID prefix (4 or more characters) or its display name (percent-encoded).",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/PendingAnswer"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "What the answer did",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PendingOutcome"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed body (unknown field, wrong type, answer not accept or decline)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No pending peer by that name (code not_pending; the message lists the pending peers)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "accept with trust false, but no invitation waits (code not_waiting)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "The trust store could not be written (code trust_store)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/v1/openapi.json": {
       "get": {
         "operationId": "getOpenAPI",
@@ -454,12 +584,18 @@ enum OpenAPIDocument {
           "items",
           "inbox",
           "outbox",
-          "events"
+          "events",
+          "pid",
+          "links"
         ],
         "properties": {
           "api_version": {
             "type": "integer",
             "const": 1
+          },
+          "pid": {
+            "type": "integer",
+            "description": "The daemon's process ID."
           },
           "peer": {
             "type": "string"
@@ -526,6 +662,25 @@ enum OpenAPIDocument {
                 "description": "Follow only new events with after=last_id."
               }
             }
+          },
+          "links": {
+            "type": "object",
+            "description": "The daemon session's link policy and each connected peer's links, in the form `peerlink links --json` prints (peer, displayName, state, links with medium, remote, rttMillis, loss, throughput, carries, reason, \u2026).",
+            "required": [
+              "policy",
+              "peers"
+            ],
+            "properties": {
+              "policy": {
+                "type": "string"
+              },
+              "peers": {
+                "type": "array",
+                "items": {
+                  "type": "object"
+                }
+              }
+            }
           }
         }
       },
@@ -551,7 +706,10 @@ enum OpenAPIDocument {
               "file.received",
               "message.received",
               "peer.connected",
-              "peer.left"
+              "peer.left",
+              "peer.pending",
+              "peer.accepted",
+              "peer.declined"
             ]
           },
           "time": {
@@ -574,7 +732,116 @@ enum OpenAPIDocument {
             "type": "integer"
           },
           "reason": {
+            "type": "string",
+            "description": "Why an item expired or failed; with peer.pending the peer's context text; with peer.accepted 'trusted' or 'accepted once'."
+          }
+        }
+      },
+      "PendingPeer": {
+        "type": "object",
+        "required": [
+          "peer",
+          "name",
+          "context",
+          "first_asked",
+          "last_asked",
+          "times_asked",
+          "waiting",
+          "seconds_left"
+        ],
+        "properties": {
+          "peer": {
+            "type": "string",
+            "description": "The peer's ID (32 base32 characters)."
+          },
+          "name": {
+            "type": "string",
+            "description": "The display name it gave (not verified: only its ID is)."
+          },
+          "context": {
+            "type": "string",
+            "description": "Text it attached to its invitation (empty when none)."
+          },
+          "first_asked": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "last_asked": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "times_asked": {
+            "type": "integer",
+            "minimum": 1
+          },
+          "waiting": {
+            "type": "boolean",
+            "description": "An invitation from it waits for the answer now."
+          },
+          "seconds_left": {
+            "type": [
+              "number",
+              "null"
+            ],
+            "description": "Until its waiting invitation lapses; null when none waits."
+          }
+        }
+      },
+      "PendingAnswer": {
+        "type": "object",
+        "required": [
+          "answer"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "answer": {
+            "type": "string",
+            "enum": [
+              "accept",
+              "decline"
+            ]
+          },
+          "trust": {
+            "type": "boolean",
+            "default": true,
+            "description": "With accept: add the peer to the trust store (the daemon takes items from trusted peers only)."
+          },
+          "name": {
+            "type": "string",
+            "description": "With accept: the name to trust it under (default: the name it gave)."
+          }
+        }
+      },
+      "PendingOutcome": {
+        "type": "object",
+        "required": [
+          "peer",
+          "name",
+          "answer",
+          "trusted",
+          "invitation_answered"
+        ],
+        "properties": {
+          "peer": {
             "type": "string"
+          },
+          "name": {
+            "type": "string"
+          },
+          "answer": {
+            "type": "string",
+            "enum": [
+              "accepted",
+              "declined"
+            ]
+          },
+          "trusted": {
+            "type": "boolean",
+            "description": "The peer is in the trust store now."
+          },
+          "invitation_answered": {
+            "type": "boolean",
+            "description": "An invitation was waiting and got the answer now (false: it had lapsed)."
           }
         }
       }

@@ -1,0 +1,8 @@
+import PeerLink
+
+/// The daemon session's links, for `GET /v1/status` (and so `peerlink links`).
+extension FieldDaemon {
+    public func apiLinks() async -> DaemonLinks {
+        DaemonLinks(policy: session.policy.kind.rawValue, peers: await session.links())
+    }
+}

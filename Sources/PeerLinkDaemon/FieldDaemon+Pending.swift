@@ -1,0 +1,99 @@
+import Foundation
+import PeerLink
+
+/// The pending list (`accept = "known"`): an invitation from a peer not in the trust store
+/// waits for the owner's answer through the API (`GET /v1/pending`, `POST /v1/pending/{peer}`,
+/// `peerlink pending`) for as long as the invitation's own timeout allows (at most 300 s),
+/// and is declined when that passes. The peer asks again while its daemon holds items for this
+/// node (every `inviteBackoff`, 10 s by default), so a late answer is not lost: a peer the
+/// owner trusts is accepted by the trust rule at its next invitation.
+extension FieldDaemon {
+    /// Monotonic seconds, for invitation timeouts.
+    nonisolated var uptime: Double { ProcessInfo.processInfo.systemUptime }
+
+    /// Lists an invitation from a peer not in the trust store until its timeout passes.
+    func holdForOwner(_ inv: Invitation) {
+        let now = uptime
+        lapsePending(now: now)
+        guard pending.hasRoom(for: inv.peer) else {
+            log.warning("declined invitation: the pending list is full", metadata: ["peer": "\(inv.displayName) [\(inv.peer)]",
+                                                                                   "listed": "\(pending.capacity)"])
+            inv.decline()
+            return
+        }
+        let context = String(bytes: inv.context, encoding: .utf8) ?? ""
+        let (isNew, superseded) = pending.ask(peer: inv.peer, name: inv.displayName, context: context, timeout: inv.timeout,
+                                              ticket: inv, now: now, wall: clock().millisecondsSince1970)
+        // The peer asked again before its earlier invitation lapsed: the latest one is answered.
+        if let superseded, superseded !== inv { superseded.decline() }
+        let wait = min(max(inv.timeout, 0), PendingList<Invitation>.longestWait)
+        log.notice("invitation from a peer not in the trust store waits for the owner's answer",
+                   metadata: ["peer": "\(inv.displayName) [\(inv.peer)]", "seconds": "\(Int(wait))",
+                              "answer": "peerlink pending accept \(inv.peer)"])
+        if isNew { events.publish(.peerPending, peer: inv.peer.description, name: inv.displayName, reason: context.isEmpty ? nil : context) }
+        Task { [weak self] in
+            try? await Task.sleep(for: .seconds(wait))
+            await self?.lapsePending(now: nil)
+        }
+    }
+
+    /// Declines the listed invitations whose timeout has passed.
+    func lapsePending(now: Double?) {
+        for inv in pending.expire(now: now ?? uptime) {
+            log.info("pending invitation lapsed unanswered", metadata: ["peer": "\(inv.displayName) [\(inv.peer)]"])
+            inv.decline()
+        }
+    }
+
+    public func apiPending() async -> [PendingPeer] {
+        let now = uptime
+        lapsePending(now: now)
+        return pending.list(now: now)
+    }
+
+    public func apiAnswerPending(_ text: String, _ answer: PendingAnswer) async throws(APIError) -> PendingOutcome {
+        let now = uptime
+        lapsePending(now: now)
+        let peer: PeerID
+        switch pending.resolve(text) {
+        case let .success(p): peer = p
+        case let .failure(why): throw APIError(404, "not_pending", why.description)
+        }
+        if case .accept(trust: false, _) = answer, pending.list(now: now).first(where: { $0.peer == peer })?.waiting != true {
+            throw APIError(409, "not_waiting", "\(text)'s invitation lapsed and accepting it once needs one waiting; "
+                           + "accept with trust (the default) so its next invitation is taken, or answer when it asks again")
+        }
+        let entry: PendingPeer, waiting: Invitation?
+        switch pending.answer(peer, now: now).answer {
+        case let .waiting(e, ticket): entry = e; waiting = ticket
+        case let .lapsed(e): entry = e; waiting = nil
+        case .unknown: throw APIError(404, "not_pending", "no pending peer '\(text)' (it was answered meanwhile)")
+        }
+        let who = "\(entry.name) [\(peer)]"
+        switch answer {
+        case .decline:
+            waiting?.decline()
+            log.notice("owner declined a pending peer", metadata: ["peer": "\(who)"])
+            events.publish(.peerDeclined, peer: peer.description, name: entry.name)
+            return PendingOutcome(peer: peer.description, name: entry.name, answer: "declined", trusted: false,
+                                  invitationAnswered: waiting != nil)
+        case let .accept(trust, name):
+            if trust {
+                let store = parts.trust, label = name ?? entry.name
+                let failure = await Runtime.offload("pl.api.trust") { () -> String? in
+                    do { try store.trust(peer, name: label); return nil } catch { return "\(error)" }
+                }
+                if let failure {
+                    waiting?.decline()
+                    throw APIError(500, "trust_store", "could not add \(who) to the trust store \(store.trustPath): \(failure)")
+                }
+            }
+            waiting?.accept(into: session)
+            log.notice("owner accepted a pending peer", metadata: ["peer": "\(who)", "trusted": "\(trust)",
+                                                                  "invitation": "\(waiting != nil ? "accepted now" : "lapsed; its next one is taken")"])
+            events.publish(.peerAccepted, peer: peer.description, name: entry.name, reason: trust ? "trusted" : "accepted once")
+            return PendingOutcome(peer: peer.description, name: entry.name, answer: "accepted",
+                                  trusted: parts.trust.trustedPeers()[peer] != nil, invitationAnswered: waiting != nil)
+        }
+    }
+}
