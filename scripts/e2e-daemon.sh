@@ -5,7 +5,8 @@
 # the receiver and of the sender at random moments and arrives exactly once, intact; an item
 # whose peer never comes expires and is moved aside with its reason; the local API answers
 # `peerlink status` and a Python client (Examples/python/peerlink_client.py) that queues an
-# item and follows the event stream until it is delivered; SIGTERM stops cleanly.
+# item and follows the event stream until it is delivered; the metrics endpoint (docs/METRICS.md)
+# counts deliveries and expiries; SIGTERM stops cleanly.
 #
 #   scripts/e2e-daemon.sh [PEERLINK_BINARY] [--kills N] [--mib M] [--seed S]
 # Prints one "ok"/"FAIL" line per check and a closing "N passed, M failed" line.
@@ -39,6 +40,27 @@ RANDOM=$seed
 
 peerid() { "$lab" exec "$1" env PEERLINK_CONFIG_DIR="$work/cfg-$1" "$bin" id --json | sed -n 's/.*"peer":"\([A-Za-z2-7]*\)".*/\1/p'; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# metric_positive HOST NAME — true when HOST's GET /metrics (scraped inside HOST's namespace)
+# answers in the text format with a sample of NAME above 0
+metrics_port=19464
+metric_positive() {
+    "$lab" exec "$1" python3 - "$2" "$metrics_port" <<'PY'
+import sys, time, urllib.request
+name, port = sys.argv[1], sys.argv[2]
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+for attempt in range(10):  # the counter moves just after the log line the caller waited for
+    with opener.open(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers["Content-Type"]
+        body = r.read().decode()
+    values = [float(l.rsplit(" ", 1)[1]) for l in body.splitlines() if l.startswith(name + "{") or l.startswith(name + " ")]
+    if values and max(values) > 0:
+        sys.exit(0)
+    time.sleep(0.5)
+print(f"no {name} above 0 in:\n{body}", file=sys.stderr)
+sys.exit(1)
+PY
+}
 
 # config HOST [extra TOML lines] — writes $work/HOST.toml
 config() {
@@ -90,7 +112,7 @@ check "check-config refuses an unknown key with its line (exit 78)" \
     test "$rc" = 78 -a "$(grep -c 'bad.toml:2: unknown key acept' "$work/bad.err")" = 1
 
 # 1. A holds a file for B while B is not running; B starts later and gets it.
-config "$A"; config "$B"
+config "$A" "metrics = \"127.0.0.1:$metrics_port\""; config "$B"
 start "$A"
 drop "$A" "$id_b" first.bin 2
 check "the holder queues the outbox file for its peer" wait_for "$work/$A.log" "queued .*file=.*first.bin" 15
@@ -99,6 +121,7 @@ start "$B"
 check "the file arrives once the peer starts" wait_for "$work/$B.log" "item received .*first.bin" 60
 check "…intact, in the inbox under its name" test "$(sha "$work/state-$B/inbox/first.bin" 2>/dev/null)" = "$(sha "$work/original-first.bin")"
 check "…and the holder settles it on the receipt" wait_for "$work/$A.log" "delivered " 20
+check "…and its metrics endpoint counts it (peerlink_items_delivered_total > 0)" metric_positive "$A" peerlink_items_delivered_total
 check "…moving it to sent/ with the receipt" \
     bash -c "ls '$work/state-$A/sent/'*-first.bin >/dev/null && grep -q receivedAt '$work/state-$A/sent/'*.json && [ -z \"\$(ls -A '$work/state-$A/outbox/$id_b')\" ]"
 
@@ -147,10 +170,11 @@ echo "     link bytes from the holder: ${sent_bytes:-?} for $((mib * 1048576)) b
 # 3. An item for a peer that never comes expires and is moved aside with its reason.
 ghost=$("$bin" id --config-dir "$work/ghost" --json | sed -n 's/.*"peer":"\([A-Za-z2-7]*\)".*/\1/p')
 kill "$(pid_of "$A")"; wait "${daemon_pid[$A]}" 2>/dev/null
-config "$A" 'ttl = "3s"'
+config "$A" 'ttl = "3s"' "metrics = \"127.0.0.1:$metrics_port\""
 start "$A"
 drop "$A" "$ghost" late.bin 1
 check "an item whose peer never comes expires, with the reason" wait_for "$work/$A.log" "expired before its peer came" 20
+check "…counted by the metrics (peerlink_items_expired_total > 0)" metric_positive "$A" peerlink_items_expired_total
 check "…and is moved to expired/ with a note" \
     bash -c "ls '$work/state-$A/expired/'*-late.bin >/dev/null && grep -qi 'time to live' '$work/state-$A/expired/'*.json"
 
