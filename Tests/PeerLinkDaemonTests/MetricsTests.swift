@@ -40,7 +40,12 @@ final class MetricsTests: XCTestCase {
         events.publish(.itemExpired, peer: "PEERC", item: "i3")
         events.publish(.itemReceived, peer: "PEERC", item: "i4", size: 7)
         metrics.error(.stream)
-        metrics.observe(.carrierChanged(PeerID(digest: Array(repeating: 1, count: 20)), link: 1, role: .bulk, reason: "faster"))
+        let one = PeerID(digest: Array(repeating: 1, count: 20))
+        metrics.observe(.carrierChanged(one, link: 1, role: .bulk, reason: "first link"))
+        metrics.observe(.carrierChanged(one, link: 3, role: .bulk, reason: "faster"))
+        metrics.observe(.carrierChanged(one, link: 1, role: .reliable, reason: "first link"))
+        metrics.observe(.peerStateChanged(one, displayName: "one", state: .notConnected))
+        metrics.observe(.carrierChanged(one, link: 4, role: .bulk, reason: "first link of the next session"))
         metrics.observe(.linkChanged(PeerID(digest: Array(repeating: 1, count: 20)), link: 2, medium: Medium(rawValue: "tcp"), up: true, reason: "found"))
         metrics.update(MetricsSnapshot(peersConnected: 1, peersFound: 2, linksUp: ["tcp": 2],
                                        pending: [OutboundCount(peer: PeerID(digest: Array(repeating: 2, count: 20)), state: .queued, count: 3)]))
@@ -65,6 +70,7 @@ final class MetricsTests: XCTestCase {
             ("peerlink_items{peer=\"\(pending)\",state=\"queued\"}", 3),
         ]
         for (series, value) in expected { XCTAssertEqual(second.value(series), value, series + "\n" + second.body) }
+        XCTAssertNil(second.value(#"peerlink_handovers_total{role="reliable"}"#), "a session's first carrier is no handover")
         XCTAssertTrue(second.body.contains("# TYPE peerlink_items_delivered_total counter"), second.body)
         XCTAssertTrue(second.body.contains("# HELP peerlink_items_delivered_total Outbound items the peer confirmed"), second.body)
 

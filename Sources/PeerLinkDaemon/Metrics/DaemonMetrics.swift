@@ -46,6 +46,9 @@ public final class DaemonMetrics: Sendable {
         /// Label sets of the scrape-time gauges already set, to zero those that are gone.
         var linkMedia: Set<String> = []
         var pending: Set<[String]> = []
+        /// Each connected peer's carrier link per role ("peer role"), so that the first carrier
+        /// of a session is not counted as a handover.
+        var carriers: [String: UInt64] = [:]
     }
     private let labels = Mutex(Labels())
 
@@ -103,13 +106,20 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
-    /// Counts a session event: links up and down, handovers, upgrade steps.
+    /// Counts a session event: links up and down, handovers (a role's carrier changing within a
+    /// session; the first carrier of each role is not one), upgrade steps.
     public func observe(_ e: Session.Event) {
         switch e {
         case let .linkChanged(_, _, medium, up, _):
             counter(MetricsCatalogue.linkChanges, [mediumLabel(medium.description), up ? "up" : "down"]).increment()
-        case let .carrierChanged(_, _, role, _):
-            counter(MetricsCatalogue.handovers, [role.rawValue]).increment()
+        case let .carrierChanged(peer, link, role, _):
+            let moved = labels.withLock { l -> Bool in
+                l.carriers.updateValue(link, forKey: "\(peer) \(role.rawValue)") != nil
+            }
+            if moved { counter(MetricsCatalogue.handovers, [role.rawValue]).increment() }
+        case let .peerStateChanged(peer, _, state) where state == .notConnected:
+            let prefix = "\(peer) "
+            labels.withLock { l in l.carriers = l.carriers.filter { !$0.key.hasPrefix(prefix) } }
         case let .linkUpgrade(_, step):
             counter(MetricsCatalogue.upgrades, [mediumLabel(step.medium), step.step.rawValue]).increment()
         default:
