@@ -18,7 +18,7 @@ let package = Package(
         // The daemon's log lines (journald priorities under systemd).
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // The daemon's metrics (GET /metrics, Prometheus text format): swift-metrics' API with
-        // swift-prometheus' registry. ~9 s of a cold build on CI's two cores (docs/METRICS.md).
+        // swift-prometheus' registry. 9-14 s of a cold build on CI's two cores (docs/METRICS.md).
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
