@@ -17,6 +17,10 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         // The daemon's log lines (journald priorities under systemd).
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // The daemon's metrics (GET /metrics, Prometheus text format): swift-metrics' API with
+        // swift-prometheus' registry. 9-14 s of a cold build on CI's two cores (docs/METRICS.md).
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Codecs and validation rules for everything that crosses the wire. No dependencies,
@@ -97,6 +101,8 @@ let package = Package(
         // store-and-forward rules.
         .target(name: "PeerLinkDaemon", dependencies: ["PeerLink", "PeerLinkStore", "PeerLinkTOML",
                                                  .product(name: "Logging", package: "swift-log"),
+                                                 .product(name: "Metrics", package: "swift-metrics"),
+                                                 .product(name: "Prometheus", package: "swift-prometheus"),
                                                  .product(name: "Crypto", package: "swift-crypto")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
         .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkTOML", "CPeerLinkSys"]),

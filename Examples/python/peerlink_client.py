@@ -132,8 +132,6 @@ def send_and_wait(api, peer, path, timeout):
     st = api.status()
     ms = (time.monotonic() - t) * 1000
     print("status in %.1f ms: %s [%s], %d peers, items %s" % (ms, st["name"], st["peer"], len(st["peers"]), st["items"]))
-    if ms >= 100:
-        sys.exit("status took %.1f ms (should be well under 100)" % ms)
     item = api.send_file(peer, path, ttl="1h")
     print("queued item %s (%d bytes)" % (item["id"], item["size"]))
     seen, last, deadline = set(), None, time.time() + timeout

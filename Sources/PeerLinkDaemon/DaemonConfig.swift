@@ -217,9 +217,8 @@ extension DaemonConfig {
             return "127.0.0.1:9464"
         default:
             guard let s = try f.string("metrics") else { return nil }
-            guard let colon = s.lastIndex(of: ":"), let port = Int(s[s.index(after: colon)...]), (1...65535).contains(port),
-                  colon > s.startIndex else {
-                throw f.error("metrics", "metrics = \"\(s)\" is not host:port (e.g. \"127.0.0.1:9464\"), true or false")
+            guard let address = MetricsAddress(parsing: s), address.port != 0, !address.host.isEmpty else {
+                throw f.error("metrics", "metrics = \"\(s)\" is not host:port (e.g. \"127.0.0.1:9464\" or \"[::1]:9464\"), true or false")
             }
             return s
         }

@@ -99,6 +99,14 @@ public final class DaemonEvents: Sendable {
     }
 
     private let clock: @Sendable () -> Int64
+    /// Called with every event as it is published (the metrics' counters), in order.
+    private let observers = Mutex<[@Sendable (DaemonEvent) -> Void]>([])
+
+    /// Calls `observer` with every event published from now on, on the publisher's thread and
+    /// outside the ring's lock: it must be quick and must not publish.
+    public func observe(_ observer: @escaping @Sendable (DaemonEvent) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
 
     public static func wallClockMilliseconds() -> Int64 {
         Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
@@ -129,6 +137,7 @@ public final class DaemonEvents: Sendable {
             return (e, waiters)
         }
         for (w, result) in woken { w.continuation.resume(returning: result) }
+        for observer in observers.withLock({ $0 }) { observer(event) }
         return event
     }
 

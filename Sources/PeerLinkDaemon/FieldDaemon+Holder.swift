@@ -33,6 +33,7 @@ extension FieldDaemon {
                 }
             } catch {
                 log.warning("could not queue an outbox file", metadata: ["file": "\(e.path)", "error": "\(error)"])
+                metrics.error(.outbox)
             }
         }
     }
@@ -49,6 +50,7 @@ extension FieldDaemon {
             }
         } catch {
             log.error("could not expire items", metadata: ["error": "\(error)"])
+            metrics.error(.ledger)
         }
     }
 
@@ -86,6 +88,7 @@ extension FieldDaemon {
                 digest = sha
             } catch {
                 log.error("item cannot be sent", metadata: ["item": "\(item.id)", "file": "\(path)", "error": "\(error)"])
+                metrics.error(.outbox)
                 if (try? await db({ try $0.markFailed(item.id, reason: "\(error)", now: now) })) != nil {
                     events.publish(.itemFailed, peer: peer.description, item: item.id.description, size: item.size, reason: "\(error)")
                 }
@@ -113,6 +116,7 @@ extension FieldDaemon {
             events.publish(.itemDelivered, peer: peer.description, item: id.description, size: size)
         } catch {
             log.error("could not record a delivery", metadata: ["item": "\(id)", "error": "\(error)"])
+            metrics.error(.ledger)
         }
         await announce(to: peer)
     }

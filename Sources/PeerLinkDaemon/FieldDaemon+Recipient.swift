@@ -124,6 +124,7 @@ extension FieldDaemon {
         let key = ItemID.received(id, from: p.peer)
         guard rename(path, ledger.partialFile(for: key)) == 0 else {
             log.error("could not move a received item to the inbox", metadata: ["item": "\(id)", "path": "\(path)", "errno": "\(errno)"])
+            metrics.error(.inbox)
             return
         }
         await land(id, record, from: p.peer)
@@ -169,6 +170,7 @@ extension FieldDaemon {
             await send(.have(id: raw, size: r.size, digest: r.digest, receivedAt: UInt64(max(0, r.received.millisecondsSince1970))), to: peer)
         } catch {
             log.error("item did not land; the holder will offer it again", metadata: ["item": "\(id)", "peer": "\(peer)", "error": "\(error)"])
+            metrics.error(.ledger)
         }
     }
 
@@ -187,12 +189,14 @@ extension FieldDaemon {
         process.terminationHandler = { p in
             if p.terminationStatus != 0 {
                 log.warning("on_receive failed", metadata: ["file": "\(path)", "status": "\(p.terminationStatus)"])
+                self.metrics.error(.onReceive)
             }
         }
         do {
             try process.run()
         } catch {
             log.error("could not run on_receive", metadata: ["program": "\(program)", "error": "\(error)"])
+            metrics.error(.onReceive)
         }
     }
 }

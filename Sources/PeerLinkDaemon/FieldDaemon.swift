@@ -77,6 +77,8 @@ public actor FieldDaemon {
     var reportedFolders: Set<String> = []
     /// What the daemon did, for the API's event stream (`GET /v1/events`).
     public nonisolated let events: DaemonEvents
+    /// Counters and gauges for `GET /metrics` (docs/METRICS.md); it counts `events` too.
+    public nonisolated let metrics: DaemonMetrics
     /// When the daemon was made (`ProcessInfo.systemUptime`), for its uptime.
     nonisolated let startedAt = ProcessInfo.processInfo.systemUptime
     /// Display names of the peers with a session now.
@@ -88,10 +90,12 @@ public actor FieldDaemon {
     private var tasks: [Task<Void, Never>] = []
 
     public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger, events: DaemonEvents = DaemonEvents(),
-                timing: Timing = Timing(),
+                metrics: DaemonMetrics = DaemonMetrics(), timing: Timing = Timing(),
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp(millisecondsSince1970: Int64(Date().timeIntervalSince1970 * 1000)) }) throws {
         self.config = config
         self.events = events
+        self.metrics = metrics
+        events.observe { metrics.record($0) }
         self.timing = timing
         self.parts = parts
         self.ledger = ledger
@@ -192,6 +196,7 @@ public actor FieldDaemon {
     // MARK: the session's events
 
     func handle(_ e: Session.Event) async {
+        metrics.observe(e)
         switch e {
         case let .peerStateChanged(peer, name, state):
             if state == .connected, !linked.contains(peer) {
@@ -271,6 +276,7 @@ public actor FieldDaemon {
                 }
             } catch {
                 self.log.warning("store-and-forward stream ended", metadata: ["peer": "\(peer)", "error": "\(error)"])
+                self.metrics.error(.stream)
                 await stream.cancel()
             }
         }
@@ -295,6 +301,7 @@ public actor FieldDaemon {
             try await stream.write(record.framed())
         } catch {
             log.warning("could not write to the store-and-forward stream", metadata: ["peer": "\(peer)", "error": "\(error)"])
+            metrics.error(.stream)
         }
     }
 

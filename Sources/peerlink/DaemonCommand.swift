@@ -116,6 +116,7 @@ struct FieldNodeRunner {
                                      ledger: ledger, log: log)
         await daemon.start()
         let api = try startAPI(daemon, log: log)
+        let metrics = startMetrics(daemon, log: log)
         do {
             try await advertiser.start()
             try await browser.start()
@@ -133,9 +134,22 @@ struct FieldNodeRunner {
             log.info("stopping")
             watchdog.cancel()
             api.stop()
+            metrics?.stop()
             await daemon.stop()
         }
         while true { try? await Task.sleep(for: .seconds(3600)) }
+    }
+
+    /// Serves `GET /metrics` at the configured `metrics` address (docs/METRICS.md), when set;
+    /// swift-metrics' global API goes to the same registry.
+    func startMetrics(_ daemon: FieldDaemon, log: Logger) -> MetricsEndpoint? {
+        guard let text = config.metrics else { return nil }
+        guard let address = MetricsAddress(parsing: text) else {
+            log.error("metrics not served: \(text) is not host:port")
+            return nil
+        }
+        daemon.metrics.bootstrapSwiftMetrics()
+        return MetricsEndpoint(address: address, log: log) { await daemon.metricsText() }
     }
 
     /// Serves the local API (docs/API.md) on `daemon.sock` in the runtime directory.

@@ -85,6 +85,8 @@ final class DaemonConfigTests: XCTestCase {
             ("ttl = true", 1, "ttl must be a duration"),
             ("log_level = \"loud\"", 1, "use one of: trace, debug, info, notice, warning, error, critical"),
             ("metrics = \"9100\"", 1, "is not host:port"),
+            ("metrics = \"::1:9100\"", 1, "is not host:port"),
+            ("metrics = \"127.0.0.1:0\"", 1, "is not host:port"),
             ("on_receive = [\"logger\", \"x\"]", 1, "first item must be an absolute path"),
             ("bluetooth_transports = [\"rfcomm\", \"rfcomm\"]", 1, "each transport once"),
             ("inbox = \"/x\"\noutbox = \"/x\"", 2, "inbox and outbox must be different"),

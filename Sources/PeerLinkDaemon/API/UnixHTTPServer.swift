@@ -118,10 +118,9 @@ public final class UnixHTTPServer: Sendable {
 
     private func serve(_ client: Int32) {
         defer { close(client) }
-        let deadline = ContinuousClock.now + options.requestTimeout
         UnixSocket.setTimeouts(client, receive: options.requestTimeout, send: options.sendTimeout)
         let request: HTTPRequest
-        switch read(client, until: deadline) {
+        switch read(client) {
         case let .success(r): request = r
         case let .failure(e):
             finish(client, HTTPResponse.error(e.status, Self.code(for: e.status), e.message))
@@ -145,39 +144,11 @@ public final class UnixHTTPServer: Sendable {
         }
     }
 
-    /// Reads until a whole request is in, or the parser refuses, or the deadline passes (408).
-    private func read(_ client: Int32, until deadline: ContinuousClock.Instant) -> Result<HTTPRequest, HTTPParseError> {
-        var parser = HTTPRequestParser(limits: options.limits)
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return .failure(HTTPParseError(status: 408, message: "the request took longer than \(options.requestTimeout)")) }
-            UnixSocket.setTimeouts(client, receive: left, send: options.sendTimeout)
-            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            if n < 0, errno == EINTR { continue }
-            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                return .failure(HTTPParseError(status: 408, message: "the request took longer than \(options.requestTimeout)"))
-            }
-            guard n > 0 else { return .failure(.bad("the connection ended before the request was complete")) }
-            do {
-                if let r = try parser.push(buffer[..<n]) { return .success(r) }
-            } catch {
-                return .failure(error)
-            }
-        }
+    private func read(_ client: Int32) -> Result<HTTPRequest, HTTPParseError> {
+        HTTPConnection.readRequest(client, limits: options.limits, timeout: options.requestTimeout, sendTimeout: options.sendTimeout)
     }
 
-    /// Writes the response, then half-closes and drains briefly so that unread request
-    /// bytes do not turn the close into a reset that loses the answer.
-    private func finish(_ client: Int32, _ response: HTTPResponse) {
-        guard UnixSocket.writeAll(client, response.serialized) else { return }
-        shutdown(client, Int32(SHUT_WR))
-        UnixSocket.setTimeouts(client, receive: .milliseconds(200), send: .milliseconds(200))
-        var sink = [UInt8](repeating: 0, count: 4096)
-        for _ in 0..<256 {
-            guard sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 else { break }
-        }
-    }
+    private func finish(_ client: Int32, _ response: HTTPResponse) { HTTPConnection.finish(client, response) }
 
     static func code(for status: Int) -> String {
         switch status {

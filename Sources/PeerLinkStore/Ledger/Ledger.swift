@@ -60,6 +60,12 @@ public final class Ledger: Sendable {
         try core.withLock { try $0.items(states: states) }
     }
 
+    /// How many items each peer has in each of `states` (peers and states with none left
+    /// out), counted by SQLite without loading the items.
+    public func counts(in states: Set<OutboundItem.State>) throws -> [OutboundCount] {
+        try core.withLock { try $0.counts(states: states) }
+    }
+
     /// Records that the receiver holds the first `acknowledged` bytes (the item becomes
     /// `sending`). The receiver's figure wins, even when lower than an earlier one.
     @discardableResult

@@ -1,0 +1,44 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One HTTP/1.1 exchange on a connected stream socket, with blocking calls under deadlines:
+/// what the API's Unix socket server and the metrics endpoint's TCP server share.
+enum HTTPConnection {
+    /// Reads until a whole request is in, or the parser refuses, or `timeout` passes (408).
+    static func readRequest(_ fd: Int32, limits: HTTPRequestParser.Limits, timeout: Duration,
+                            sendTimeout: Duration) -> Result<HTTPRequest, HTTPParseError> {
+        let deadline = ContinuousClock.now + timeout
+        var parser = HTTPRequestParser(limits: limits)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return .failure(HTTPParseError(status: 408, message: "the request took longer than \(timeout)")) }
+            UnixSocket.setTimeouts(fd, receive: left, send: sendTimeout)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                return .failure(HTTPParseError(status: 408, message: "the request took longer than \(timeout)"))
+            }
+            guard n > 0 else { return .failure(.bad("the connection ended before the request was complete")) }
+            do {
+                if let r = try parser.push(buffer[..<n]) { return .success(r) }
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Writes the response, then half-closes and drains briefly so that unread request
+    /// bytes do not turn the close into a reset that loses the answer.
+    static func finish(_ fd: Int32, _ response: HTTPResponse) {
+        guard UnixSocket.writeAll(fd, response.serialized) else { return }
+        shutdown(fd, Int32(SHUT_WR))
+        UnixSocket.setTimeouts(fd, receive: .milliseconds(200), send: .milliseconds(200))
+        var sink = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<256 {
+            guard sink.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) > 0 else { break }
+        }
+    }
+}
