@@ -4,9 +4,11 @@ import PeerLink
 /// The pending list (`accept = "known"`): an invitation from a peer not in the trust store
 /// waits for the owner's answer through the API (`GET /v1/pending`, `POST /v1/pending/{peer}`,
 /// `peerlink pending`) for as long as the invitation's own timeout allows (at most 300 s),
-/// and is declined when that passes. The peer asks again while its daemon holds items for this
-/// node (every `inviteBackoff`, 10 s by default), so a late answer is not lost: a peer the
-/// owner trusts is accepted by the trust rule at its next invitation.
+/// and is declined when that passes. A peer the owner adds to the trust store meanwhile
+/// (`peerlink trust add`) is accepted at the next tick. The peer asks again while its daemon
+/// holds items for this node (after its invitation ended, `inviteBackoff` later), so a late
+/// answer is not lost: a peer the owner trusts is accepted by the trust rule at its next
+/// invitation.
 extension FieldDaemon {
     /// Monotonic seconds, for invitation timeouts.
     nonisolated var uptime: Double { ProcessInfo.processInfo.systemUptime }
@@ -34,6 +36,20 @@ extension FieldDaemon {
         Task { [weak self] in
             try? await Task.sleep(for: .seconds(wait))
             await self?.lapsePending(now: nil)
+        }
+    }
+
+    /// Accepts the waiting invitations of listed peers the owner has trusted meanwhile.
+    func admitNewlyTrusted() {
+        let now = uptime
+        let listed = pending.list(now: now)
+        guard !listed.isEmpty else { return }
+        let trusted = parts.trust.trustedPeers()
+        for p in listed where trusted[p.peer] != nil {
+            guard case let .waiting(entry, invitation) = pending.answer(p.peer, now: now).answer else { continue }
+            invitation.accept(into: session)
+            log.notice("a pending peer is now in the trust store: accepted", metadata: ["peer": "\(entry.name) [\(p.peer)]"])
+            events.publish(.peerAccepted, peer: p.peer.description, name: entry.name, reason: "trusted")
         }
     }
 

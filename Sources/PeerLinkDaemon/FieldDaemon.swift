@@ -71,6 +71,8 @@ public actor FieldDaemon {
     /// Peers found by the browser, for invitations.
     var found: [PeerID: PeerInfo] = [:]
     var lastInvitation: [PeerID: Double] = [:]
+    /// Peers with an invitation of this node waiting for their answer.
+    var inviting: Set<PeerID> = []
     /// Items a peer refused for now, not announced again before the time given.
     var resting: [ItemID: Timestamp] = [:]
     /// Outbox folders already reported as unusable.
@@ -177,12 +179,16 @@ public actor FieldDaemon {
     func lost(_ p: PeerID) { found[p] = nil }
 
     /// Invites `peer` when items wait for it, it is in range and not in the session.
+    /// Invites `peer` when items wait for it, it is in range and not in the session, and no
+    /// invitation of it is still waiting for an answer (a peer whose owner has it in a pending
+    /// list answers only when the owner does: a second invitation would replace the first).
     func inviteIfWorkWaits(_ peer: PeerID) {
-        guard !linked.contains(peer), let info = found[peer] else { return }
+        guard !linked.contains(peer), !inviting.contains(peer), let info = found[peer] else { return }
         let now = ProcessInfo.processInfo.systemUptime
         if let last = lastInvitation[peer], now - last < Double(timing.inviteBackoff.components.seconds) + Double(timing.inviteBackoff.components.attoseconds) / 1e18 { return }
         guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
         lastInvitation[peer] = now
+        inviting.insert(peer)
         let session = self.session, log = self.log
         Task {
             do {
@@ -190,7 +196,13 @@ public actor FieldDaemon {
             } catch {
                 log.notice("could not invite a peer items wait for", metadata: ["peer": "\(info.displayName) [\(peer)]", "error": "\(error)"])
             }
+            self.invitationEnded(peer)
         }
+    }
+
+    func invitationEnded(_ peer: PeerID) {
+        inviting.remove(peer)
+        lastInvitation[peer] = ProcessInfo.processInfo.systemUptime
     }
 
     // MARK: the session's events
@@ -309,6 +321,7 @@ public actor FieldDaemon {
 
     /// The periodic work: new files in the outbox, lapsed items, peers to invite.
     func tick() async {
+        admitNewlyTrusted()
         await scanOutbox()
         await expireItems()
         for peer in found.keys { inviteIfWorkWaits(peer) }
