@@ -178,7 +178,6 @@ public actor FieldDaemon {
 
     func lost(_ p: PeerID) { found[p] = nil }
 
-    /// Invites `peer` when items wait for it, it is in range and not in the session.
     /// Invites `peer` when items wait for it, it is in range and not in the session, and no
     /// invitation of it is still waiting for an answer (a peer whose owner has it in a pending
     /// list answers only when the owner does: a second invitation would replace the first).
