@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkDaemon
 
 struct AdvertiseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -61,13 +62,13 @@ struct ReceiveCommand: AsyncParsableCommand {
     var keepFree: String = "64M"
 
     func validate() throws {
-        guard ByteSizeArgument.parse(keepFree) != nil else {
+        guard ConfigValues.bytes(keepFree) != nil else {
             throw ValidationError("--keep-free '\(keepFree)' is not a size; use bytes or a number with K, M or G, e.g. 64M")
         }
     }
 
     func run() async throws {
-        let keep = ByteSizeArgument.parse(keepFree) ?? Session.defaultKeepFree
+        let keep = ConfigValues.bytes(keepFree) ?? Session.defaultKeepFree
         let discoveryInfo: DiscoveryInfo
         do { discoveryInfo = try DiscoveryInfo(arguments: info) } catch { throw ValidationError("--info: \(error)") }
         do {

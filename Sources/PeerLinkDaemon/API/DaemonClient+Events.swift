@@ -40,13 +40,7 @@ extension DaemonClient {
     /// in order until it returns false; returns the ID of the last event handled. Blocking.
     /// `idle` is how long the stream may stay silent: the daemon sends a keep-alive every 15 s.
     public func follow(after: UInt64, idle: Duration = .seconds(40), _ handle: (StreamEvent) throws -> Bool) throws -> UInt64 {
-        let fd: Int32
-        do {
-            fd = try UnixSocket.connect(socketPath)
-        } catch {
-            if error.code == ENOENT || error.code == ECONNREFUSED { throw NotRunning(path: socketPath) }
-            throw error
-        }
+        let fd = try connect()
         defer { close(fd) }
         UnixSocket.setTimeouts(fd, receive: idle, send: timeout)
         let head = "GET /v1/events?after=\(after) HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n"

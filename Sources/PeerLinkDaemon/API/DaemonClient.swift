@@ -17,15 +17,19 @@ public struct DaemonClient: Sendable {
 
     public init(socketPath: String) { self.socketPath = socketPath }
 
-    /// Sends `method path` with an optional JSON body; returns the status and the body.
-    public func request(_ method: String, _ path: String, json body: [UInt8]? = nil) throws -> (status: Int, body: [UInt8]) {
-        let fd: Int32
+    /// A connection to the daemon's socket; `NotRunning` when nothing listens there.
+    func connect() throws -> Int32 {
         do {
-            fd = try UnixSocket.connect(socketPath)
+            return try UnixSocket.connect(socketPath)
         } catch {
             if error.code == ENOENT || error.code == ECONNREFUSED { throw NotRunning(path: socketPath) }
             throw error
         }
+    }
+
+    /// Sends `method path` with an optional JSON body; returns the status and the body.
+    public func request(_ method: String, _ path: String, json body: [UInt8]? = nil) throws -> (status: Int, body: [UInt8]) {
+        let fd = try connect()
         defer { close(fd) }
         UnixSocket.setTimeouts(fd, receive: timeout, send: timeout)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"

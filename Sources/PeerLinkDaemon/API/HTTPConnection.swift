@@ -1,4 +1,5 @@
 import Foundation
+import PeerLink
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,6 +7,33 @@ import Glibc
 /// One HTTP/1.1 exchange on a connected stream socket, with blocking calls under deadlines:
 /// what the API's Unix socket server and the metrics endpoint's TCP server share.
 enum HTTPConnection {
+    /// Accepts on listening socket `fd` on a thread of its own (`<name>.accept`) until the
+    /// socket is closed; each connection `admit` lets in is served on a thread of its own
+    /// (`<name>.conn`), the others are answered `busy` and closed.
+    static func accept(on fd: Int32, name: String, admit: @escaping @Sendable () -> Bool,
+                       busy: @escaping @Sendable () -> HTTPResponse, serve: @escaping @Sendable (Int32) -> Void) {
+        BlockingCall.thread(name + ".accept") {
+            while true {
+                let client = Glibc.accept(fd, nil, nil)
+                if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
+                if client < 0 {
+                    if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
+                        if errno != EINTR { usleep(100_000) }
+                        continue
+                    }
+                    return
+                }
+                guard admit() else {
+                    UnixSocket.setTimeouts(client, receive: .milliseconds(100), send: .milliseconds(100))
+                    _ = UnixSocket.writeAll(client, busy().serialized)
+                    close(client)
+                    continue
+                }
+                BlockingCall.thread(name + ".conn") { serve(client) }
+            }
+        }
+    }
+
     /// Reads until a whole request is in, or the parser refuses, or `timeout` passes (408).
     static func readRequest(_ fd: Int32, limits: HTTPRequestParser.Limits, timeout: Duration,
                             sendTimeout: Duration) -> Result<HTTPRequest, HTTPParseError> {

@@ -72,34 +72,19 @@ public final class UnixHTTPServer: Sendable {
 
     /// Starts accepting on a thread of its own.
     public func start() {
-        BlockingCall.thread("pl.api.accept") { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
-                if client < 0 {
-                    if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
-                        if errno != EINTR { usleep(100_000) }
-                        continue
-                    }
-                    return
-                }
-                let admitted = state.withLock { s -> Bool in
-                    guard !s.stopped, s.open < options.maxConnections else { return false }
-                    s.open += 1
-                    return true
-                }
-                guard admitted else {
-                    UnixSocket.setTimeouts(client, receive: .milliseconds(100), send: .milliseconds(100))
-                    _ = UnixSocket.writeAll(client, HTTPResponse.error(503, "busy", "too many connections to the daemon's API (\(options.maxConnections)); try again").serialized)
-                    close(client)
-                    continue
-                }
-                BlockingCall.thread("pl.api.conn") { [self] in
-                    serve(client)
-                    state.withLock { $0.open -= 1 }
-                }
-            }
-        }
+        HTTPConnection.accept(on: fd, name: "pl.api",
+                              admit: { [self] in
+                                  state.withLock { s -> Bool in
+                                      guard !s.stopped, s.open < options.maxConnections else { return false }
+                                      s.open += 1
+                                      return true
+                                  }
+                              },
+                              busy: { [options] in HTTPResponse.error(503, "busy", "too many connections to the daemon's API (\(options.maxConnections)); try again") },
+                              serve: { [self] client in
+                                  serve(client)
+                                  state.withLock { $0.open -= 1 }
+                              })
     }
 
     /// Stops accepting and removes the socket file (connections under way finish).

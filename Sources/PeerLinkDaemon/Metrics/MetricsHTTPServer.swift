@@ -72,34 +72,19 @@ public final class MetricsHTTPServer: Sendable {
 
     /// Starts accepting on a thread of its own.
     public func start() {
-        BlockingCall.thread("pl.metrics.accept") { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
-                if client < 0 {
-                    if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
-                        if errno != EINTR { usleep(100_000) }
-                        continue
-                    }
-                    return
-                }
-                let admitted = state.withLock { s -> Bool in
-                    guard !s.stopped, s.open < options.maxConnections else { return false }
-                    s.open += 1
-                    return true
-                }
-                guard admitted else {
-                    UnixSocket.setTimeouts(client, receive: .milliseconds(100), send: .milliseconds(100))
-                    _ = UnixSocket.writeAll(client, Self.text(503, "busy: too many scrapes at once\n").serialized)
-                    close(client)
-                    continue
-                }
-                BlockingCall.thread("pl.metrics.conn") { [self] in
-                    serve(client)
-                    state.withLock { $0.open -= 1 }
-                }
-            }
-        }
+        HTTPConnection.accept(on: fd, name: "pl.metrics",
+                              admit: { [self] in
+                                  state.withLock { s -> Bool in
+                                      guard !s.stopped, s.open < options.maxConnections else { return false }
+                                      s.open += 1
+                                      return true
+                                  }
+                              },
+                              busy: { Self.text(503, "busy: too many scrapes at once\n") },
+                              serve: { [self] client in
+                                  serve(client)
+                                  state.withLock { $0.open -= 1 }
+                              })
     }
 
     /// Stops accepting (a scrape under way finishes).
