@@ -50,10 +50,11 @@ final class DaemonAPIServerTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func start(mode: mode_t = 0o660, access: APIAccess = .init(daemonUID: getuid(), groupID: nil)) throws -> String {
+    func start(mode: mode_t = 0o660, access: APIAccess = .init(daemonUID: getuid(), groupID: nil), maxConnections: Int = 32) throws -> String {
         let path = directory + "/daemon.sock"
         var options = UnixHTTPServer.Options()
         options.socketMode = mode
+        options.maxConnections = maxConnections
         options.requestTimeout = .seconds(2)
         var api = DaemonAPI(backend: backend)
         api.keepAlive = .milliseconds(200)
@@ -117,6 +118,22 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertTrue(try exchange(path, "GET /v1/status HTTP/1.1\r\nHost: x\r\nX: \(String(repeating: "b", count: 20000))\r\n\r\n").hasPrefix("HTTP/1.1 431 "))
         // A request that never completes: 408 after the request timeout (2 s here).
         XCTAssertTrue(try exchange(path, "GET /v1/status HTTP/1.1\r\n").hasPrefix("HTTP/1.1 408 "))
+    }
+
+    /// A connection over the limit is answered 503 at once; the one being served is not disturbed.
+    func testAConnectionOverTheLimitIsToldTheServerIsBusy() throws {
+        let path = try start(maxConnections: 1)
+        // The first connection holds its thread: a request that never completes.
+        let held = try UnixSocket.connect(path)
+        defer { close(held) }
+        XCTAssertTrue(UnixSocket.writeAll(held, Array("GET /v1/status HTTP/1.1\r\n".utf8)))
+        var busy = ""
+        for _ in 0..<50 where !busy.hasPrefix("HTTP/1.1 503 ") {
+            busy = try exchange(path, "GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n")
+            if !busy.hasPrefix("HTTP/1.1 503 ") { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        XCTAssertTrue(busy.hasPrefix("HTTP/1.1 503 "), busy)
+        XCTAssertTrue(busy.contains(#""code":"busy""#), busy)
     }
 
     func testSubmissionsAreCheckedBeforeTheDaemonSeesThem() throws {
