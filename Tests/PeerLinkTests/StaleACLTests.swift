@@ -119,4 +119,18 @@ final class StaleACLTests: XCTestCase {
         XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: nil, busAddress: bus.address), [])
         XCTAssertEqual(StaleACL.drop(remote: remote, localAdapter: nil, busAddress: "unix:path=/nonexistent/peerlink.sock"), [])
     }
+
+    /// A device met a moment ago is "recently connected" (a quick redial may meet its old
+    /// RFCOMM session still closing); one never met, or met long ago, is not.
+    func testConnectedRecentlyFollowsOpenAndClosedConnections() {
+        let address = "00:AA:01:0F:00:0F"
+        XCTAssertFalse(StaleACL.connectedRecently(address, within: 3), "never met")
+        var held: StaleACL.Registration? = StaleACL.register(remote: address.lowercased())
+        XCTAssertNotNil(held)
+        XCTAssertTrue(StaleACL.connectedRecently(address, within: 3), "a connection is open")
+        held = nil
+        XCTAssertTrue(StaleACL.connectedRecently(address, within: 3), "closed just now")
+        XCTAssertFalse(StaleACL.connectedRecently(address, within: 0), "closed longer ago than the window")
+        XCTAssertFalse(StaleACL.connectedRecently(other, within: 3), "another device")
+    }
 }

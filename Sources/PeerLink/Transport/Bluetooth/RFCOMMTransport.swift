@@ -100,16 +100,22 @@ public struct RFCOMMTransport: Transport {
     /// link just closed — the previous session with the same peer — is released a moment later).
     static let busyWait = 3.0
 
-    /// `dial`, tried again while the remote channel is still taken by this device's previous
-    /// connection (EBUSY), for up to `busyWait` seconds within `timeout`.
+    /// `dial`, tried again for up to `busyWait` seconds within `timeout` while the previous
+    /// connection to the same device is still being wound down: the local kernel still holds
+    /// the remote channel (EBUSY), or, when this process has or had within `busyWait` a link
+    /// to that device, the remote refused the channel (ECONNREFUSED: its side of the old
+    /// RFCOMM session is still closing). A refusal from a device not recently met is final.
     static func dialWhenFree(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?,
                              timeout: Double) throws -> FDConnection {
         let deadline = ProcessInfo.processInfo.systemUptime + min(timeout, busyWait)
+        let remoteText = BluetoothAddress.format(remote)
+        let reconnecting = StaleACL.connectedRecently(remoteText, within: busyWait)
         var pause = 0.1
         while true {
             do {
                 return try dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
-            } catch let TransportError.system(_, e) where e == EBUSY && ProcessInfo.processInfo.systemUptime + pause < deadline {
+            } catch let TransportError.system(_, e) where (e == EBUSY || (e == ECONNREFUSED && reconnecting))
+                && ProcessInfo.processInfo.systemUptime + pause < deadline {
                 usleep(UInt32(pause * 1e6))
                 pause = min(pause * 2, 0.8)
             }

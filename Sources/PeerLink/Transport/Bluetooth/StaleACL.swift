@@ -53,6 +53,18 @@ enum StaleACL {
 
     private static let lock = NSLock()
     nonisolated(unsafe) private static var open: [String: Int] = [:]  // under lock
+    nonisolated(unsafe) private static var lastClosed: [String: Double] = [:]  // under lock: system uptime
+
+    /// Whether this process has a connection to `remote` open, or had one that closed less
+    /// than `seconds` ago: the remote may still be winding a link with this device down.
+    static func connectedRecently(_ remote: String, within seconds: Double) -> Bool {
+        let now = ProcessInfo.processInfo.systemUptime
+        return lock.withLock {
+            if open[remote.uppercased()] != nil { return true }
+            guard let at = lastClosed[remote.uppercased()] else { return false }
+            return now - at < seconds
+        }
+    }
 
     /// Counts one open connection to `remote` for as long as the returned object lives (a
     /// connection holds it).
@@ -70,9 +82,11 @@ enum StaleACL {
         }
         deinit {
             let remote = self.remote
+            let now = ProcessInfo.processInfo.systemUptime
             StaleACL.lock.withLock {
                 let n = StaleACL.open[remote, default: 1] - 1
                 StaleACL.open[remote] = n > 0 ? n : nil
+                if n <= 0 { StaleACL.lastClosed[remote] = now }
             }
         }
     }
