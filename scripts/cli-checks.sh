@@ -112,7 +112,21 @@ check "doctor --json is a JSON array of media" python3 -c "import json,sys; d=js
 if ! ls -d /sys/class/net/*/phy80211 >/dev/null 2>&1; then
     check "doctor: no Wi-Fi radio here, said with a fix" python3 -c "import json,sys; w=[m for m in json.load(open('$work/doctor.json')) if m['medium']=='wifi-direct'][0]; c=w['checks'][0]; sys.exit(0 if not w['usable'] and 'no Wi-Fi radio' in c['detail'] and c['fix'] else 1)"
 fi
-check "every command has --help" sh -c "for c in id doctor browse advertise chat send receive trust; do '$bin' \$c --help >/dev/null || exit 1; done"
+check "every command has --help" sh -c "for c in id doctor browse advertise chat send receive links trust daemon status pending; do '$bin' \$c --help >/dev/null || exit 1; done"
+
+# The release a user sees is the one CHANGELOG.md lists last, and the Pi installer puts the
+# man page and completions (generated from the commands' help) where man and the shells look.
+release=$(sed -n 's/^## \[\([0-9][0-9.]*\)\] - .*/\1/p' "$root/CHANGELOG.md" | head -1)
+check "--version is the latest release in CHANGELOG.md ($release)" test "$("$bin" --version 2>&1)" = "$release"
+stage="$work/stage"
+"$root/Hardware/pi/install.sh" --destdir "$stage" --binary "$bin" --unit none >"$work/install.out" 2>&1 || cat "$work/install.out"
+check "install.sh stages the binary, config and units" test -x "$stage/usr/local/bin/peerlink" -a -s "$stage/etc/peerlink/daemon.toml" \
+    -a -s "$stage/etc/systemd/system/peerlink-daemon.service"
+check "the man page covers every command" sh -c "for c in id doctor browse advertise chat send receive links trust daemon status pending; do grep -q \"^.It Em \$c\\\$\" '$stage/usr/local/share/man/man1/peerlink.1' || { echo \"no \$c\"; exit 1; }; done"
+check "shell completions for bash, zsh and fish complete subcommands" sh -c "grep -q receive '$stage/usr/local/share/bash-completion/completions/peerlink' && grep -q receive '$stage/usr/local/share/zsh/site-functions/_peerlink' && grep -q receive '$stage/usr/local/share/fish/vendor_completions.d/peerlink.fish'"
+echo "# an edited configuration" >>"$stage/etc/peerlink/daemon.toml"
+"$root/Hardware/pi/install.sh" --destdir "$stage" --binary "$bin" --unit none >"$work/install2.out" 2>&1
+check "installing again keeps the user's daemon.toml" grep -q "an edited configuration" "$stage/etc/peerlink/daemon.toml"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

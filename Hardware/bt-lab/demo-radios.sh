@@ -12,10 +12,11 @@ stamp() { while IFS= read -r line; do printf '%6.2f s  %s\n' "$(( $(date +%s%N) 
 say() { printf '\n\033[1m[demo] %s\033[0m\n' "$*"; }
 export PEERLINK_RUNTIME_DIR=$work/run
 mkdir -p "$work/run" && chmod 700 "$work/run"
-# Line-buffered, so each line is stamped when it is printed; progress bars (\r) become lines.
+# Every stage line-buffered (tr too: a pipe would buffer it by the block), so each line is
+# stamped when peerlink prints it; progress bars (\r) become lines.
 alpha() { env PEERLINK_CONFIG_DIR="$work/cfg-a" PEERLINK_WPA_SUPPLICANT_BUS="$PEERLINK_LAB_WIFI0_BUS" stdbuf -oL "$bin" "$@"; }
 beta() { env PEERLINK_CONFIG_DIR="$work/cfg-b" PEERLINK_WPA_SUPPLICANT_BUS="$PEERLINK_LAB_WIFI1_BUS" stdbuf -oL "$bin" "$@"; }
-tidy() { tr '\r' '\n' | grep --line-buffered -v '^\s*$' | grep --line-buffered -vE '\] +[0-9]+% '; }
+tidy() { stdbuf -oL tr '\r' '\n' | grep --line-buffered -v '^\s*$' | grep --line-buffered -vE '\] +[0-9]+% '; }
 alpha id --set-name alpha >/dev/null; beta id --set-name beta >/dev/null
 
 say "what each node can do (peerlink doctor, Wi-Fi part)"

@@ -65,9 +65,9 @@ public final class DaemonMetrics: Sendable {
         for d in ["sent", "received"] { counter(MetricsCatalogue.itemBytes, [d]).increment(by: Int64(0)) }
     }
 
-    /// The daemon's version for `peerlink_build_info` (PEERLINK_VERSION at run time, else "dev":
-    /// the package has no release numbers yet).
-    public static var version: String { ProcessInfo.processInfo.environment["PEERLINK_VERSION"] ?? "dev" }
+    /// The daemon's version for `peerlink_build_info`: PeerLink's release, unless a packager
+    /// overrides it with PEERLINK_VERSION at run time (a distribution's own version string).
+    public static var version: String { ProcessInfo.processInfo.environment["PEERLINK_VERSION"] ?? PeerLinkVersion.string }
 
     /// Routes swift-metrics' global API (`Counter(label:)`, …) into this registry. Once per
     /// process (swift-metrics' rule): the CLI's daemon calls it; tests do not.
