@@ -151,6 +151,9 @@ echo "reports: results/harness-iplab/"
 step "CLI: bad input gets a clear error"
 run_step cli 150 "^(FAIL|fail)|passed, " "$here/cli-checks.sh" "$BIN/peerlink"
 
+step "API reference: DocC builds with every symbol link resolved, no public symbol added undocumented"
+run_step docs 240 "^(ok|FAIL|doc coverage: [0-9])|passed, " "$here/ci/build-docs.sh" "$root/.build/docs"
+
 FUZZ_SHOW="^(ok|FAIL|fail)|passed, |crash|ERROR"
 if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
     # The lab VMs run under software emulation on one core each: two at a time, then the

@@ -16,7 +16,7 @@ struct PeerLinkCommand: AsyncParsableCommand {
         Environment: PEERLINK_CONFIG_DIR overrides where the key is kept \
         (default $XDG_CONFIG_HOME/peerlink, else ~/.config/peerlink).
         """,
-        version: PeerLinkVersion.string,
+        version: PeerLinkRelease.version,
         subcommands: [IdCommand.self, DoctorCommand.self, BrowseCommand.self, AdvertiseCommand.self,
                       ChatCommand.self, SendCommand.self, ReceiveCommand.self, LinksCommand.self, TrustCommand.self,
                       DaemonCommand.self, StatusCommand.self, PendingCommand.self]

@@ -67,7 +67,7 @@ public final class DaemonMetrics: Sendable {
 
     /// The daemon's version for `peerlink_build_info`: PeerLink's release, unless a packager
     /// overrides it with PEERLINK_VERSION at run time (a distribution's own version string).
-    public static var version: String { ProcessInfo.processInfo.environment["PEERLINK_VERSION"] ?? PeerLinkVersion.string }
+    public static var version: String { ProcessInfo.processInfo.environment["PEERLINK_VERSION"] ?? PeerLinkRelease.version }
 
     /// Routes swift-metrics' global API (`Counter(label:)`, …) into this registry. Once per
     /// process (swift-metrics' rule): the CLI's daemon calls it; tests do not.

@@ -1,5 +1,5 @@
 /// PeerLink's release, as a semantic version (`CHANGELOG.md` lists what each one holds).
-public enum PeerLinkVersion {
+public enum PeerLinkRelease {
     /// "MAJOR.MINOR.PATCH" of this build.
-    public static let string = "0.9.0"
+    public static let version = "0.9.0"
 }
