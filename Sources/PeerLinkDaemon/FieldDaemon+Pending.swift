@@ -97,7 +97,7 @@ extension FieldDaemon {
             if trust {
                 let store = parts.trust, label = name ?? entry.name
                 let failure = await Runtime.offload("pl.api.trust") { () -> String? in
-                    do { try store.trust(peer, name: label); return nil } catch { return "\(error)" }
+                    do { try store.trust(peer, name: label, verification: .firstUse); return nil } catch { return "\(error)" }
                 }
                 if let failure {
                     waiting?.decline()

@@ -54,7 +54,7 @@ struct Hosting {
                 stderrLine("Invitation from \(who)\(context.isEmpty ? "" : " saying '\(context)'"). Accept? [y]es / [n]o / [a]lways: ")
                 let answer = await LineReader.shared.next(prompt: true)?.lowercased().trimmingCharacters(in: .whitespaces) ?? ""
                 accepted = answer == "y" || answer == "yes" || answer == "a" || answer == "always"
-                if answer.hasPrefix("a") { try? store.trust(inv.peer, name: inv.displayName) }
+                if answer.hasPrefix("a") { try? store.trust(inv.peer, name: inv.displayName, verification: .firstUse) }
             }
             output.emit("\(accepted ? "accepted" : "declined") invitation from \(who)",
                         ["event": "invitation", "peer": inv.peer.description, "name": inv.displayName,

@@ -39,7 +39,7 @@ struct TrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trust",
         abstract: "Manage the peers that --accept-known accepts.",
-        subcommands: [Add.self, Remove.self, List.self], defaultSubcommand: List.self)
+        subcommands: [Add.self, Remove.self, List.self, Verify.self], defaultSubcommand: List.self)
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Trust a peer ID.")
@@ -49,8 +49,8 @@ struct TrustCommand: ParsableCommand {
         func run() throws {
             let id: PeerID
             do { id = try PeerID(parsing: peer) } catch { throw ValidationError("\(error)") }
-            try IdentityStore(directory: configDir).trust(id, name: note)
-            print("trusted \(id)")
+            try IdentityStore(directory: configDir).trust(id, name: note, verification: .peerID)
+            print("trusted \(id) (compare verification codes with `peerlink trust verify \(id)`)")
         }
     }
 
@@ -71,11 +71,17 @@ struct TrustCommand: ParsableCommand {
         @Option(name: .long, help: "Directory holding the identity key and trust store.") var configDir: String?
         @Flag(name: .long, help: "Print JSON.") var json = false
         func run() throws {
-            let all = IdentityStore(directory: configDir).trustedPeers()
+            let all = IdentityStore(directory: configDir).trustRecords()
             let out = Output(json: json)
             if all.isEmpty { out.note("no trusted peers (add one with `peerlink trust add PEER-ID`)") }
-            for id in all.keys.sorted() {
-                out.emit("\(id) \(all[id] ?? "")", ["peer": id.description, "note": all[id] ?? ""])
+            for p in all.sorted(by: { $0.peer < $1.peer }) {
+                let since = p.firstSeen.map { "since \(TrustText.date($0))" } ?? "since before first-seen times were kept"
+                let how = p.verification.map { TrustText.describe($0, at: p.verifiedAt) } ?? "verification not recorded"
+                var object: [String: Any] = ["peer": p.peer.description, "note": p.name]
+                if let t = p.firstSeen { object["firstSeen"] = TrustText.date(t) }
+                if let v = p.verification { object["verification"] = v.rawValue }
+                if let t = p.verifiedAt { object["verifiedAt"] = TrustText.date(t) }
+                out.emit("\(p.peer) \(p.name)\n    \(since); \(how)", object)
             }
         }
     }
