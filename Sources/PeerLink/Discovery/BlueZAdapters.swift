@@ -45,11 +45,12 @@ public struct BlueZAdapter: Equatable, Sendable {
 enum BlueZObjects {
     static let service = "org.bluez"
 
-    /// All managed objects: path → interface → properties.
-    static func managedObjects(_ bus: DBusConnection) throws -> [String: [String: [String: DBusValue]]] {
+    /// All managed objects: path → interface → properties. bluetoothd has `timeoutMillis` to
+    /// answer.
+    static func managedObjects(_ bus: DBusConnection, timeoutMillis: Int32 = 5000) throws -> [String: [String: [String: DBusValue]]] {
         do {
             guard try bus.nameHasOwner(service) else { throw BlueZError.daemonNotRunning }
-            let reply = try bus.call(service, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+            let reply = try bus.call(service, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", timeoutMillis: timeoutMillis)
             var out: [String: [String: [String: DBusValue]]] = [:]
             for (path, ifaces) in reply.first?.dictionary ?? [:] {
                 out[path] = ifaces.dictionary.mapValues(\.dictionary)
@@ -61,8 +62,8 @@ enum BlueZObjects {
     }
 
     /// The adapters, sorted by path.
-    static func adapters(_ bus: DBusConnection) throws -> [BlueZAdapter] {
-        try managedObjects(bus).compactMap { path, ifaces -> BlueZAdapter? in
+    static func adapters(_ bus: DBusConnection, timeoutMillis: Int32 = 5000) throws -> [BlueZAdapter] {
+        try managedObjects(bus, timeoutMillis: timeoutMillis).compactMap { path, ifaces -> BlueZAdapter? in
             guard let a = ifaces["org.bluez.Adapter1"] else { return nil }
             return BlueZAdapter(path: path, address: a["Address"]?.string ?? "", powered: a["Powered"]?.bool ?? false)
         }.sorted { $0.path < $1.path }
@@ -82,10 +83,12 @@ enum BlueZObjects {
 /// A one-shot look at bluetoothd for diagnostics: is it on the bus, which adapters, powered?
 public enum BlueZProbe {
     /// The adapters bluetoothd knows; throws `BlueZError` when the bus or the daemon is missing.
-    /// `busAddress` nil means the system bus.
+    /// `busAddress` nil means the system bus. A running bluetoothd gets libdbus's usual 25 s to
+    /// answer: a busy one (just started, many controllers, a loaded machine) is slow, not gone,
+    /// and a command is better waiting than refusing Bluetooth.
     public static func adapters(busAddress: String? = nil) throws -> [BlueZAdapter] {
         let bus: DBusConnection
         do { bus = try DBusConnection(address: busAddress) } catch let f as DBusFailure { throw BlueZError(f) }
-        return try BlueZObjects.adapters(bus)
+        return try BlueZObjects.adapters(bus, timeoutMillis: 25_000)
     }
 }
