@@ -7,7 +7,9 @@ checked; neither is anything inside code spans or fenced code blocks.
 
     scripts/ci/check-doc-links.py [--no-anchors] [FILE.md ...]
 
-Prints each broken link as FILE:LINE: target (why) and exits 1 when there is one, else 0.
+Prints each broken link as FILE:LINE: target (why), then "N passed, M failed" counting the
+links checked (the result line scripts/test.sh's steps end with), and exits 1 when a link is
+broken, else 0.
 """
 import glob
 import os
@@ -67,7 +69,8 @@ def anchors(path):
 
 
 def check(path, check_anchors):
-    broken = []
+    """(links checked, [(line, target, why)] for the broken ones)."""
+    checked, broken = 0, []
     for number, line in lines_outside_code(path):
         text = strip_code(line)
         targets = [m.group(1) for m in INLINE.finditer(text)]
@@ -77,6 +80,7 @@ def check(path, check_anchors):
         for target in targets:
             if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
                 continue
+            checked += 1
             file_part, _, anchor = target.partition("#")
             resolved = path if not file_part else os.path.normpath(
                 os.path.join(os.path.dirname(path), file_part))
@@ -85,7 +89,7 @@ def check(path, check_anchors):
             elif check_anchors and anchor and resolved.endswith(".md") and os.path.isfile(resolved):
                 if anchor not in anchors(resolved):
                     broken.append((number, target, "no such heading"))
-    return broken
+    return checked, broken
 
 
 def main(argv):
@@ -93,16 +97,16 @@ def main(argv):
     files = [a for a in argv if a != "--no-anchors"]
     if not files:
         files = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
-    failures = 0
+    total = failures = 0
     for path in files:
-        for number, target, why in check(os.path.abspath(path), check_anchors):
+        checked, broken = check(os.path.abspath(path), check_anchors)
+        total += checked
+        for number, target, why in broken:
             print(f"{os.path.relpath(path, ROOT)}:{number}: {target} ({why})")
-            failures += 1
-    if failures:
-        print(f"check-doc-links: {failures} broken link(s)")
-        return 1
-    print(f"check-doc-links: {len(files)} files, every relative link resolves")
-    return 0
+        failures += len(broken)
+    print(f"check-doc-links: {total} relative links in {len(files)} files")
+    print(f"{total - failures} passed, {failures} failed")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
