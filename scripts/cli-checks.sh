@@ -137,6 +137,7 @@ check "every command has --help" sh -c "for c in id doctor browse advertise chat
 # The release a user sees is the one CHANGELOG.md lists last, and the Pi installer puts the
 # man page and completions (generated from the commands' help) where man and the shells look.
 release=$(sed -n 's/^## \[\([0-9][0-9.]*\)\] - .*/\1/p' "$root/CHANGELOG.md" | head -1)
+check "docs/CLI.md is the commands' current help (scripts/gen-cli-doc.py)" sh -c "python3 '$root/scripts/gen-cli-doc.py' '$bin' | diff -q - '$root/docs/CLI.md' >/dev/null"
 check "--version is the latest release in CHANGELOG.md ($release)" test "$("$bin" --version 2>&1)" = "$release"
 stage="$work/stage"
 "$root/Hardware/pi/install.sh" --destdir "$stage" --binary "$bin" --unit none >"$work/install.out" 2>&1 || cat "$work/install.out"

@@ -151,6 +151,9 @@ echo "reports: results/harness-iplab/"
 step "CLI: bad input gets a clear error"
 run_step cli 150 "^(FAIL|fail)|passed, " "$here/cli-checks.sh" "$BIN/peerlink"
 
+step "docs: every relative link and anchor in README.md and docs/ resolves"
+run_step doc-links 60 "^FAIL|passed, " python3 "$here/ci/check-doc-links.py"
+
 step "API reference: DocC builds with every symbol link resolved, no public symbol added undocumented"
 run_step docs 240 "^(ok|FAIL|doc coverage: [0-9])|passed, " "$here/ci/build-docs.sh" "$root/.build/docs"
 
