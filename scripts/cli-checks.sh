@@ -98,6 +98,15 @@ fake_command=$!
 for _ in $(seq 50); do grep -qx listening "$work/fake-command.out" 2>/dev/null && break; sleep 0.1; done
 PEERLINK_RUNTIME_DIR="$work/run2" expect_error "links names a socket that answers garbage" "no report from .*4242.sock: answered with 5 bytes that are not a PeerLink report" links
 wait "$fake_command"
+# A runtime directory shared with the daemon (mode 0750): its API socket is not mistaken for a
+# command's control socket.
+mkdir -m 0750 "$work/run3"
+python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); print("listening", flush=True); time.sleep(20)' "$work/run3/daemon.sock" >"$work/fake-daemon.out" &
+fake_daemon=$!
+for _ in $(seq 50); do grep -qx listening "$work/fake-daemon.out" 2>/dev/null && break; sleep 0.1; done
+PEERLINK_RUNTIME_DIR="$work/run3" "$bin" links >"$work/links3.out" 2>&1
+check "links does not ask the daemon's API socket for a command's report" sh -c "! grep -q 'no report from $work/run3/daemon.sock' '$work/links3.out'"
+kill "$fake_daemon" 2>/dev/null; wait "$fake_daemon" 2>/dev/null
 check "no identity was written by failed commands" test ! -e "$work/cfg/display-name"
 
 "$bin" id --json >"$work/id.json" 2>&1

@@ -16,6 +16,7 @@ work=$(mktemp -d /tmp/peerlink-e2e.XXXXXX)
 chmod 755 "$work"  # avahi-daemon drops root and must reach the bus socket inside
 export IPLAB_PREFIX=${IPLAB_PREFIX:-ple2e}
 export PEERLINK_RUNTIME_DIR="$work/run"  # control sockets for `peerlink links`
+mkdir -m 0750 "$PEERLINK_RUNTIME_DIR"     # as systemd makes it for the daemon (shared with its API group)
 A=${IPLAB_PREFIX}a
 B=${IPLAB_PREFIX}b
 SERVICE=field-demo

@@ -1,8 +1,11 @@
 import Foundation
 import PeerLink
+import PeerLinkDaemon
 
 /// Where running peerlink commands listen for `peerlink links`: one Unix socket per process
-/// in a directory only this user can enter.
+/// (`<pid>.sock`, mode 0600, answering only this user and root) in a directory that only this
+/// user can write. The directory may be shared with the daemon's API socket (`daemon.sock`,
+/// which its group may reach: mode 0750).
 enum ControlDirectory {
     static var path: String {
         if let dir = ProcessInfo.processInfo.environment["PEERLINK_RUNTIME_DIR"], !dir.isEmpty { return dir }
@@ -49,8 +52,8 @@ final class ControlServer: @unchecked Sendable {
             throw RuntimeFailure("cannot create \(dir): \(String(cString: strerror(errno)))")
         }
         var st = stat()
-        guard stat(dir, &st) == 0, st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
-            throw RuntimeFailure("\(dir) must be a directory owned by you with mode 0700")
+        guard stat(dir, &st) == 0, st.st_uid == getuid(), st.st_mode & 0o022 == 0 else {
+            throw RuntimeFailure("\(dir) must be a directory owned by you that only you can write (mode 0700 or 0750)")
         }
         unlink(path)
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -60,12 +63,20 @@ final class ControlServer: @unchecked Sendable {
         let bound = withUnsafePointer(to: &addr.raw) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, listen(fd, 8) == 0 else {
+        // Owner only; until the chmod, the per-connection check below turns others away.
+        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 8) == 0 else {
             let e = errno
             close(fd)
             throw RuntimeFailure("cannot listen on \(path): \(String(cString: strerror(e)))")
         }
         ExitCleanup.add(path)
+    }
+
+    /// Whether the process at the other end of `client` is this user's or root's: a
+    /// report names peers and addresses, which other users of a shared directory must not read.
+    static func mayAsk(_ client: Int32) -> Bool {
+        guard let caller = PeerCredentials.of(socket: client) else { return false }
+        return caller.uid == getuid() || caller.uid == 0
     }
 
     private func serve(_ report: @escaping @Sendable () async -> ControlReport) {
@@ -77,6 +88,7 @@ final class ControlServer: @unchecked Sendable {
                     if errno == EINTR { continue }
                     return
                 }
+                guard ControlServer.mayAsk(client) else { close(client); continue }
                 let done = DispatchSemaphore(value: 0)
                 Task {
                     let encoder = JSONEncoder()
@@ -110,7 +122,8 @@ enum ControlClient {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return ([], []) }
         var out: [ControlReport] = []
         var problems: [String] = []
-        for name in names.sorted() where name.hasSuffix(".sock") {
+        // The daemon's API socket may share the directory; `links` asks it separately.
+        for name in names.sorted() where name.hasSuffix(".sock") && name != DaemonPaths.socketName {
             let path = dir + "/" + name
             switch query(path, timeout: timeout) {
             case let .success(r): out.append(r)
