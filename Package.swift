@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "PeerLinkBluetooth", targets: ["PeerLinkBluetooth"]),
         .library(name: "PeerLinkWiFiDirect", targets: ["PeerLinkWiFiDirect"]),
         .library(name: "PeerLinkDoctor", targets: ["PeerLinkDoctor"]),
+        .executable(name: "peerlink-tcp-chat", targets: ["peerlink-tcp-chat"]),
         .executable(name: "peerlink", targets: ["peerlink"]),
         .executable(name: "peerlink-harness", targets: ["peerlink-harness"]),
         .library(name: "PeerLinkStore", targets: ["PeerLinkStore"]),
@@ -97,6 +98,9 @@ let package = Package(
         // `peerlink doctor`: what each medium needs on this machine (spans every medium).
         .target(name: "PeerLinkDoctor",
                 dependencies: ["PeerLink", "PeerLinkDBus", "PeerLinkAvahi", "PeerLinkBluetooth", "PeerLinkWiFiDirect", "CPeerLinkSys"]),
+        // A TCP-only chat: shows that an app using only the neutral API links no D-Bus, Avahi or
+        // BlueZ library (scripts/ci/check-example-links.sh).
+        .executableTarget(name: "peerlink-tcp-chat", dependencies: ["PeerLink"], path: "Examples/tcp-chat"),
         .executableTarget(
             name: "peerlink",
             dependencies: [
