@@ -1,4 +1,3 @@
-import CPeerLinkSys
 import Foundation
 import PeerLink
 import PeerLinkAvahi
