@@ -6,6 +6,12 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "PeerLink", targets: ["PeerLink"]),
+        .library(name: "PeerLinkDBus", targets: ["PeerLinkDBus"]),
+        .library(name: "PeerLinkAvahi", targets: ["PeerLinkAvahi"]),
+        .library(name: "PeerLinkBluetooth", targets: ["PeerLinkBluetooth"]),
+        .library(name: "PeerLinkWiFiDirect", targets: ["PeerLinkWiFiDirect"]),
+        .library(name: "PeerLinkDoctor", targets: ["PeerLinkDoctor"]),
+        .executable(name: "peerlink-tcp-chat", targets: ["peerlink-tcp-chat"]),
         .executable(name: "peerlink", targets: ["peerlink"]),
         .executable(name: "peerlink-harness", targets: ["peerlink-harness"]),
         .library(name: "PeerLinkStore", targets: ["PeerLinkStore"]),
@@ -74,15 +80,35 @@ let package = Package(
         // BlueZ kernel socket API (RFCOMM/L2CAP sockaddrs, L2CAP options) for the Bluetooth
         // transports; needs libbluetooth-dev's headers at build time only.
         .target(name: "CBlueZ"),
-        // I/O edges and the public async API.
+        // The medium-neutral public async API and its I/O edges: TCP, UDP, memory, the I/O loop,
+        // runtime, files. No D-Bus, Avahi or BlueZ: an app that only uses TCP links none of them.
         .target(
             name: "PeerLink",
-            dependencies: ["PeerLinkCore", "PeerLinkWire", "CAvahi", "CDBus", "CPeerLinkSys", "CBlueZ"]
+            dependencies: ["PeerLinkCore", "PeerLinkWire", "CPeerLinkSys"]
         ),
+        // The D-Bus client (libdbus-1) that BlueZ and wpa_supplicant are reached through.
+        .target(name: "PeerLinkDBus", dependencies: ["PeerLink", "CDBus"]),
+        // DNS-SD discovery through avahi-daemon (libavahi-client).
+        .target(name: "PeerLinkAvahi", dependencies: ["PeerLink", "CAvahi"]),
+        // Bluetooth: RFCOMM and L2CAP transports, BlueZ discovery and advertising, the
+        // management socket.
+        .target(name: "PeerLinkBluetooth", dependencies: ["PeerLink", "PeerLinkDBus", "CBlueZ", "CPeerLinkSys"]),
+        // Wi-Fi Direct and soft-AP through wpa_supplicant, nl80211, the upgrader.
+        .target(name: "PeerLinkWiFiDirect", dependencies: ["PeerLink", "PeerLinkDBus"]),
+        // `peerlink doctor`: what IP and Bluetooth need on this machine (the Wi-Fi Direct report
+        // is DoctorWiFi, in PeerLinkWiFiDirect).
+        .target(name: "PeerLinkDoctor", dependencies: ["PeerLink", "PeerLinkAvahi", "PeerLinkBluetooth"]),
+        // A TCP-only chat: shows that an app using only the neutral API links no D-Bus, Avahi or
+        // BlueZ library (scripts/ci/check-example-links.sh).
+        .executableTarget(name: "peerlink-tcp-chat", dependencies: ["PeerLink"], path: "Examples/tcp-chat"),
         .executableTarget(
             name: "peerlink",
             dependencies: [
                 "PeerLink",
+                "PeerLinkAvahi",
+                "PeerLinkBluetooth",
+                "PeerLinkWiFiDirect",
+                "PeerLinkDoctor",
                 "PeerLinkDaemon",
                 "PeerLinkStore",
                 "CPeerLinkSys",
@@ -92,7 +118,7 @@ let package = Package(
         ),
         // Benchmarks: throughput, latency, CPU and handshake time against baselines measured in the
         // same run (PeerLinkHarness for its delaying relay).
-        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkHarness", "CPeerLinkSys",
+        .executableTarget(name: "peerlink-bench", dependencies: ["PeerLink", "PeerLinkBluetooth", "PeerLinkHarness", "CPeerLinkSys",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
         // TOML files (configuration, scenarios) read through TOMLKit, with typed fields that
         // name the key and its line in every error.
@@ -105,7 +131,7 @@ let package = Package(
                                                  .product(name: "Prometheus", package: "swift-prometheus"),
                                                  .product(name: "Crypto", package: "swift-crypto")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
-        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkTOML", "CPeerLinkSys"]),
+        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkBluetooth", "PeerLinkWiFiDirect", "PeerLinkTOML", "CPeerLinkSys"]),
         .executableTarget(
             name: "peerlink-harness",
             dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -131,6 +157,7 @@ let package = Package(
             path: "Tests/BusOverride",
             linkerSettings: [.linkedLibrary("dbus-1")]
         ),
-        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink", "PeerLinkBusOverride", "TestKit"]),
+        .testTarget(name: "PeerLinkTests", dependencies: ["PeerLink", "PeerLinkDBus", "PeerLinkAvahi", "PeerLinkBluetooth",
+                                                         "PeerLinkWiFiDirect", "PeerLinkDoctor", "PeerLinkBusOverride", "TestKit"]),
     ]
 )

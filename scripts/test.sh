@@ -8,7 +8,8 @@
 #      daemons storing and forwarding through kill -9 (scripts/e2e-daemon.sh),
 #      the scenario library of the transport-selection harness (scenarios/, reports in results/harness),
 #      the same library in the IP lab (scripts/harness-iplab.sh, reports in results/harness-iplab),
-#      and the CLI's answers to bad input (scripts/cli-checks.sh)
+#      the CLI's answers to bad input (scripts/cli-checks.sh), and that the TCP-only example
+#      links no medium's system library and chats on loopback (scripts/ci/check-example-links.sh)
 #   4. the Bluetooth lab in two VMs at once, unless PEERLINK_SKIP_BT_LAB=1: the smoke suite and
 #      the Bluetooth tests (scripts/test-bt.sh --smoke), and the same two nodes meeting again
 #      and again with the CLI in fresh processes (scripts/test-bt.sh --repeat)
@@ -150,6 +151,9 @@ echo "reports: results/harness-iplab/"
 
 step "CLI: bad input gets a clear error"
 run_step cli 150 "^(FAIL|fail)|passed, " "$here/cli-checks.sh" "$BIN/peerlink"
+
+step "a TCP-only app links no D-Bus, Avahi or BlueZ library, and chats on loopback (Examples/tcp-chat)"
+run_step example-links 60 "" "$here/ci/check-example-links.sh" "$BIN"
 
 step "docs: every relative link and anchor in README.md and docs/ resolves"
 run_step doc-links 60 "^FAIL|passed, " python3 "$here/ci/check-doc-links.py"

@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkBluetooth
+import PeerLinkWiFiDirect
 
 /// Runs scenarios inside the Bluetooth lab VM (scripts/harness-btlab.sh boots it): a
 /// `bluetooth` link is a real RFCOMM link between two virtual controllers, a `wifi` link is

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import PeerLinkBluetooth
 
 /// One node of an IP-lab run, inside its namespace: reads `AgentProtocol.Command` lines on
 /// stdin, writes `AgentProtocol.Report` lines on stdout. The dialler sends the scenario's

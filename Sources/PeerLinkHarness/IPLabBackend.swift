@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkBluetooth
+import PeerLinkWiFiDirect
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkBluetooth
+import PeerLinkWiFiDirect
 
 /// Runs a scenario somewhere and records what happened.
 public protocol ScenarioBackend: Sendable {

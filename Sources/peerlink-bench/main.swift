@@ -4,6 +4,7 @@
 import CPeerLinkSys
 import Foundation
 import PeerLink
+import PeerLinkBluetooth
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkBluetooth
 
 /// Options every networking command takes.
 struct NodeOptions: ParsableArguments {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkWiFiDirect
+import PeerLinkDoctor
 
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkAvahi
+import PeerLinkBluetooth
+import PeerLinkWiFiDirect
 
 /// Which media a command uses, from `--media`, `--adapter` and `--wifi`: the node's transports,
 /// its negotiated media and the discovery backends that go with them.

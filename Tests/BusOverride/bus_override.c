@@ -1,6 +1,6 @@
 #include "PeerLinkBusOverride.h"
 
-/* PeerLink's bus selector (Sources/PeerLink/Discovery/AvahiBus.swift). */
+/* PeerLink's bus selector (Sources/PeerLinkAvahi/AvahiBus.swift). */
 extern void *peerlink_avahi_bus_get_private_hook(int type, void *error);
 
 /* Interposes libdbus's dbus_bus_get_private for this executable only. The selector forwards

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkAvahi
 import CAvahi
 
 /// Real avahi-daemons in two network namespaces (scripts/lab/iplab.sh). Needs root; skipped

@@ -3,6 +3,7 @@ import PeerLinkWire
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 #if canImport(Glibc)
 import Glibc
 #endif

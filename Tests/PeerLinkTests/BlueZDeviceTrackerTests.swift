@@ -2,6 +2,8 @@ import XCTest
 import PeerLinkCore
 import PeerLinkWire
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// Device1 property snapshots → found / updated / lost sightings, without Bluetooth.
 final class BlueZDeviceTrackerTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// BlueZDiscovery on a host without bluetoothd: clear errors, nothing started.
 final class BlueZDiscoveryHostTests: XCTestCase {

@@ -3,6 +3,8 @@ import XCTest
 import PeerLinkCore
 import PeerLinkWire
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// BlueZ D-Bus discovery inside the lab VM (bluetoothd on the system bus): hci1 advertises
 /// the §14.2 service data (set with `btmgmt add-adv`, then through PeerLink's own

@@ -1,5 +1,6 @@
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// Reading bluetoothd's TemporaryTimeout (when a vanished peer is reported lost) for `peerlink doctor`.
 final class BlueZMainConfTests: XCTestCase {
@@ -43,13 +44,13 @@ final class BlueZMainConfTests: XCTestCase {
 
     func testDoctorSaysWhenLostEventsComeAndHowToHurryThem() {
         let path = "/etc/bluetooth/main.conf"
-        let fallback = Doctor.lostDelayDetail(BlueZMainConf(text: "#TemporaryTimeout = 30"), path: path)
+        let fallback = DoctorBluetooth.lostDelayDetail(BlueZMainConf(text: "#TemporaryTimeout = 30"), path: path)
         XCTAssertTrue(fallback.contains("lost 30 s after") && fallback.contains("does not set") && fallback.contains("to hear of it sooner"), fallback)
-        let quick = Doctor.lostDelayDetail(BlueZMainConf(text: "[General]\nTemporaryTimeout = 8"), path: path)
+        let quick = DoctorBluetooth.lostDelayDetail(BlueZMainConf(text: "[General]\nTemporaryTimeout = 8"), path: path)
         XCTAssertTrue(quick.contains("lost 8 s after") && quick.contains("TemporaryTimeout in \(path)") && !quick.contains("sooner"), quick)
-        let never = Doctor.lostDelayDetail(BlueZMainConf(text: "[General]\nTemporaryTimeout = 0"), path: path)
+        let never = DoctorBluetooth.lostDelayDetail(BlueZMainConf(text: "[General]\nTemporaryTimeout = 0"), path: path)
         XCTAssertTrue(never.contains("never reported lost"), never)
-        let unreadable = Doctor.lostDelayDetail(nil, path: "/root/secret.conf")
+        let unreadable = DoctorBluetooth.lostDelayDetail(nil, path: "/root/secret.conf")
         XCTAssertTrue(unreadable.contains("lost 30 s after") && unreadable.contains("not readable"), unreadable)
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// BlueZ over D-Bus without Bluetooth: a missing bus and a bus without bluetoothd give clear
 /// errors promptly; the D-Bus client reads and writes real messages through a private

@@ -3,6 +3,8 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// Two nodes that know nothing of each other find each other over Bluetooth alone, in the lab
 /// VM: A advertises through bluetoothd (LE advert, PROTOCOL §14.2), B browses through
@@ -28,7 +30,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
 
     /// In the lab every Bluetooth check of `peerlink doctor` passes, including discovery.
     func test0DoctorReportsBluetoothUsable() throws {
-        let report = Doctor.bluetooth()
+        let report = DoctorBluetooth.report()
         for c in report.checks { labLog("doctor: \(c.ok ? "ok  " : "FAIL") \(c.name): \(c.detail)") }
         XCTAssertTrue(report.usable, "\(report.checks.filter { !$0.ok })")
         // Against bluetoothd as shipped, every adapter gets a reachability line; hci9 (the CLI

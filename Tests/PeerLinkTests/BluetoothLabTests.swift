@@ -4,6 +4,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// Bluetooth transports on a host without Bluetooth: clear errors, strict address checks.
 /// These run everywhere (they skip inside the lab, where the kernel does have Bluetooth).

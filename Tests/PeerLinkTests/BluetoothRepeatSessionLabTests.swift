@@ -3,6 +3,8 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// The same two nodes meet again and again, as a laptop visiting a field node does: each
 /// session runs the CLI in fresh processes, as users run it (`peerlink receive --accept-all`

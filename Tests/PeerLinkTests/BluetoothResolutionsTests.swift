@@ -1,5 +1,6 @@
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// The sans-I/O table behind BlueZDiscovery: sightings + resolution outcomes → peer events.
 final class BluetoothResolutionsTests: XCTestCase {

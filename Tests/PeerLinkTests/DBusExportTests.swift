@@ -3,6 +3,8 @@ import XCTest
 import PeerLinkCore
 import PeerLinkWire
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// The D-Bus export layer through a private dbus-daemon: a second connection calls an
 /// exported object (Properties.GetAll/Get, its own method, unknown method/object/property)

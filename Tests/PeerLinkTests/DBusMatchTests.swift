@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
 
 /// `DBusObjectServer.addMatch` through a private dbus-daemon: each call returns promptly (its
 /// reply is not lost to the dispatch thread, and it does not wait for the dispatch thread's

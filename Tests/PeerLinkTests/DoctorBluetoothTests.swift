@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// `peerlink doctor`'s Bluetooth discovery check without bluetoothd (the lab checks the
 /// positive case: BluetoothDiscoveryLabTests).
@@ -8,14 +10,14 @@ final class DoctorBluetoothTests: XCTestCase {
     func testNoBluetoothdFailsWithAFix() throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        let check = Doctor.blueZDiscoveryCheck(busAddress: bus.address)
+        let check = DoctorBluetooth.blueZDiscoveryCheck(busAddress: bus.address)
         XCTAssertFalse(check.ok)
         XCTAssertTrue(check.detail.contains("bluetoothd is not running"), check.detail)
         XCTAssertTrue(check.fix?.contains("--media ip") ?? false, "\(String(describing: check.fix))")
     }
 
     func testNoBusFailsWithAFix() {
-        let check = Doctor.blueZDiscoveryCheck(busAddress: "unix:path=/nonexistent/peerlink-doctor.sock")
+        let check = DoctorBluetooth.blueZDiscoveryCheck(busAddress: "unix:path=/nonexistent/peerlink-doctor.sock")
         XCTAssertFalse(check.ok)
         XCTAssertTrue(check.detail.contains("D-Bus"), check.detail)
     }
@@ -47,7 +49,7 @@ final class DoctorPairingTests: XCTestCase {
 
     func testBondWithAPeerLinkPeerFailsWithTheRemoval() {
         let o = objects([device("hci1", "00:AA:01:00:00:00", paired: true, bonded: true, serviceData: Self.peerLinkData, name: "alpha")])
-        let checks = Doctor.pairingChecks(o)
+        let checks = DoctorBluetooth.pairingChecks(o)
         XCTAssertEqual(checks.count, 1)
         let c = checks[0]
         XCTAssertFalse(c.ok)
@@ -58,7 +60,7 @@ final class DoctorPairingTests: XCTestCase {
 
     func testPairedWithoutBondWhileDisconnectedFails() {
         let o = objects([device("hci0", "00:AA:01:01:00:01", paired: true, bonded: false)])
-        let checks = Doctor.pairingChecks(o)
+        let checks = DoctorBluetooth.pairingChecks(o)
         XCTAssertEqual(checks.map(\.ok), [false])
         XCTAssertTrue(checks[0].detail.contains("paired without a stored key"), checks[0].detail)
         XCTAssertEqual(checks[0].fix, "`bluetoothctl remove 00:AA:01:01:00:01`")
@@ -74,11 +76,11 @@ final class DoctorPairingTests: XCTestCase {
             device("hci0", "00:AA:01:03:00:03", paired: true, bonded: true, serviceData: headset),
             device("hci0", "00:AA:01:04:00:04", paired: true, bonded: true),
         ])
-        let checks = Doctor.pairingChecks(o)
+        let checks = DoctorBluetooth.pairingChecks(o)
         XCTAssertEqual(checks.count, 1)
         XCTAssertTrue(checks[0].ok)
         XCTAssertTrue(checks[0].detail.hasPrefix("2 bonded devices, none advertising PeerLink"), checks[0].detail)
-        XCTAssertTrue(Doctor.pairingChecks(objects([]))[0].detail.hasPrefix("no bonds"))
+        XCTAssertTrue(DoctorBluetooth.pairingChecks(objects([]))[0].detail.hasPrefix("no bonds"))
     }
 
     /// Only the exact 10-byte advert counts as PeerLink's; malformed data does not.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// `peerlink doctor`'s Wi-Fi section on the lab's radios (`scripts/test-wifi.sh`): ready
 /// with wpa_supplicant on the bus, and a clear failure with a fix when it is not. The "no

@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 #if canImport(Glibc)
 import Glibc
 #endif

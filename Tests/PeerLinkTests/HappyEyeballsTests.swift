@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// Paths are dialled in parallel, staggered: a first path that swallows traffic costs the
 /// stagger, not its whole handshake timeout.

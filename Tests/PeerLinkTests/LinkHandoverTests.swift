@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// One peer, two links (an emulated Bluetooth and an emulated Wi-Fi link): the policy picks
 /// the carrier, and when it dies the session moves to the other link without losing,

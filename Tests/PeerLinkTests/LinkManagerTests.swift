@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// The link manager: one invitation, a link on every path of the peer, later paths picked
 /// up, dead paths redialled, and crossed invitations ending in one session.

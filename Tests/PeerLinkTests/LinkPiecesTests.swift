@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 import PeerLinkWire
 
 /// Frames are sized per link when they are sent (PROTOCOL §6.3): a small-MTU link in the

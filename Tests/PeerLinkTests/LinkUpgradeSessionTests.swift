@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// The upgrade end to end on the in-memory network: a session on an emulated (slow) Bluetooth
 /// link negotiates a group link when a file starts, bulk moves to it, and every way it can go

@@ -1,4 +1,5 @@
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 import TestKit
 import XCTest
 
@@ -71,16 +72,16 @@ final class ManagementCodecTests: XCTestCase {
     }
 
     func testDoctorSaysWhetherPeersCanConnect() {
-        let stock = Doctor.reachabilityCheck("hci1", info: .success(ControllerInfo(address: "", supported: [], current: [.powered, .bredr, .lowEnergy], name: "")))
+        let stock = DoctorBluetooth.reachabilityCheck("hci1", info: .success(ControllerInfo(address: "", supported: [], current: [.powered, .bredr, .lowEnergy], name: "")))
         XCTAssertTrue(stock.detail.contains("not connectable now"), stock.detail)
         XCTAssertTrue(stock.detail.contains("turns it on through bluetoothd"))
-        let on = Doctor.reachabilityCheck("hci1", info: .success(ControllerInfo(address: "", supported: [], current: [.powered, .bredr, .connectable], name: "")))
+        let on = DoctorBluetooth.reachabilityCheck("hci1", info: .success(ControllerInfo(address: "", supported: [], current: [.powered, .bredr, .connectable], name: "")))
         XCTAssertTrue(on.ok)
         XCTAssertTrue(on.detail.hasPrefix("connectable"))
-        let leOnly = Doctor.reachabilityCheck("hci1", info: .success(ControllerInfo(address: "", supported: [], current: [.powered, .lowEnergy], name: "")))
+        let leOnly = DoctorBluetooth.reachabilityCheck("hci1", info: .success(ControllerInfo(address: "", supported: [], current: [.powered, .lowEnergy], name: "")))
         XCTAssertFalse(leOnly.ok)
         XCTAssertEqual(leOnly.fix, "`btmgmt --index 1 bredr on` (with the adapter powered off)")
-        let unreadable = Doctor.reachabilityCheck("hci1", info: .failure(ManagementError.status(0x11)))
+        let unreadable = DoctorBluetooth.reachabilityCheck("hci1", info: .failure(ManagementError.status(0x11)))
         XCTAssertFalse(unreadable.ok)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// A radio NetworkManager manages, against a real NetworkManager, in the Wi-Fi lab VM
 /// (`scripts/test-wifi.sh`): Debian's network-manager 1.42 (as Debian 12 and Raspberry Pi OS

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// The machine's optimistic-DAD settings as `peerlink doctor` reads and reports them
 /// (`OptimisticDAD`), from a directory laid out as `/proc/sys/net/ipv6/conf`.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// A radio driven by a wpa_supplicant (or hostapd) other than the D-Bus one: found from what
 /// `/proc` shows, and never added to the D-Bus wpa_supplicant. The lab test

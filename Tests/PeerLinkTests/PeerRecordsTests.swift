@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// Discovery records from several backends merge into one peer per peer ID.
 final class PeerRecordsTests: XCTestCase {

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkBluetooth
 
 /// A BR/EDR dial that timed out asks bluetoothd to drop the link it went over, and only that
 /// one: checked against a stand-in bluetoothd (org.bluez on a private bus: the ObjectManager's

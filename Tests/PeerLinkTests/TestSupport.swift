@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkBluetooth
 
 /// Waits for the first session event that `match` turns into a value; fails the test naming
 /// `what` if none comes within `timeout` seconds.

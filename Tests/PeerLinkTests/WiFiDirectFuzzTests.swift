@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkWiFiDirect
 
 /// Random and mutated input for every parser of the Wi-Fi edge that reads what the kernel,
 /// wpa_supplicant or a peer sends: netlink messages and nl80211 attributes, /proc/net/if_inet6,

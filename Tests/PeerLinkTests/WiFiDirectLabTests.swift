@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// Wi-Fi Direct and soft-AP for real, in the lab VM (`scripts/test-wifi.sh`): two
 /// mac80211_hwsim radios, each with its own wpa_supplicant on its own bus, started as

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkWiFiDirect
 
 /// The Wi-Fi edge's pure parts on the host: addresses, credentials, wpa_supplicant's property
 /// dictionaries (well-formed and malformed), /proc/net/if_inet6, netlink attributes.

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkWiFiDirect
 
 /// The Wi-Fi edge's decisions on the host: capability verdicts and their reasons, the join
 /// method, which signals end a group, doctor's report, and the errors without a radio, a bus

@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// One node of the Wi-Fi lab (`bt-lab.sh --radios N`): its radio and the bus of its own
 /// wpa_supplicant (guest-wifi.sh starts one per radio, as on separate machines).

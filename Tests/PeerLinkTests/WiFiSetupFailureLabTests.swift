@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkWiFiDirect
 
 /// Set-ups that fail for real, in the Wi-Fi lab VM (`scripts/test-wifi.sh`): B joins A's
 /// soft-AP, then A's Wi-Fi Direct group, with a wrong passphrase. wpa_supplicant says so on

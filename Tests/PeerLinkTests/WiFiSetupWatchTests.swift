@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import PeerLink
+@testable import PeerLinkDBus
+@testable import PeerLinkWiFiDirect
 
 /// When a set-up ends, from wpa_supplicant's signals alone (WiFiSetupWatch, pure): success,
 /// failures that end it at once, and failed attempts that end it after wpa_supplicant retried.

@@ -17,9 +17,11 @@ public struct LinkPath: Hashable, Sendable {
 /// Endpoints on media this node has no transport for, that the policy forbids, or that are
 /// set up by negotiation (`MediumTraits.negotiated`) are left out.
 public enum LinkPaths {
-    /// The path a link to `host` on `medium` belongs to (as `select` keys it).
+    /// The path a link to `host` on `medium` belongs to (as `select` keys it). Media whose
+    /// endpoints are device addresses (`EndpointSyntax.bluetoothAddress`) share one path per
+    /// remote device, whichever of them reaches it.
     public static func key(medium: Medium, host: String) -> String {
-        medium.linkClass == .bluetooth ? "bluetooth/\(host.uppercased())" : "\(medium.rawValue)/\(host)"
+        medium.traits.endpoint == .bluetoothAddress ? "bluetooth/\(host.uppercased())" : "\(medium.rawValue)/\(host)"
     }
 
     public static func select(_ endpoints: [TransportEndpoint], policy: LinkPolicy.Kind, media: Set<Medium>) -> [LinkPath] {

@@ -37,7 +37,7 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
     public let medium: Medium
     public let remoteDescription: String
     public let remoteHost: String?
-    let fd: Int32
+    package let fd: Int32
     private let lengthPrefixed: Bool
     private let maxWriteChunk: Int
     private let receiveBufferLimit: Int
@@ -108,8 +108,8 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
 
     /// As above; `holding` lives as long as the connection (a registration of the link that
     /// its release undoes, e.g. `StaleACL.Registration`).
-    init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
-         remoteHost: String? = nil, receiveBufferLimit: Int = FDConnection.defaultReceiveBufferLimit, holding: (any Sendable)?) {
+    package init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
+                 remoteHost: String? = nil, receiveBufferLimit: Int = FDConnection.defaultReceiveBufferLimit, holding: (any Sendable)?) {
         self.held = holding
         self.fd = fd
         self.remoteHost = remoteHost

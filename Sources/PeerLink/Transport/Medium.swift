@@ -37,17 +37,14 @@ public struct Medium: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Every registered medium, in registration order.
     public static var registered: [Medium] { MediumRegistry.shared.names().map(Medium.init(rawValue:)) }
 
-    // The media PeerLink ships with. Each transport's folder owns its traits' meaning; they
-    // are declared here so that a name read from the network resolves before any transport
-    // of that medium was created.
+    // The media of this target. They are declared here so that a name read from the network
+    // resolves before any transport of that medium was created; a medium of another target
+    // (`rfcomm`, `l2cap` in PeerLinkBluetooth, `wifi-direct` in PeerLinkWiFiDirect) declares
+    // itself there and resolves once that target named it.
     /// TCP over any IP network.
     public static let tcp = register("tcp", traits: MediumTraits(linkClass: .ip, typicalBytesPerSecond: 10_000_000, endpoint: .ipAddress))
     /// UDP datagrams beside a TCP link (unreliable sends).
     public static let udp = register("udp", traits: MediumTraits(linkClass: .ip, typicalBytesPerSecond: 10_000_000, endpoint: .ipAddress))
-    /// Bluetooth BR/EDR RFCOMM.
-    public static let rfcomm = register("rfcomm", traits: MediumTraits(linkClass: .bluetooth, typicalBytesPerSecond: 200_000, maxFrame: 8192, endpoint: .bluetoothAddress))
-    /// Bluetooth L2CAP (BR/EDR, or LE credit-based channels).
-    public static let l2cap = register("l2cap", traits: MediumTraits(linkClass: .bluetooth, typicalBytesPerSecond: 200_000, endpoint: .bluetoothAddress))
     /// In-process links for tests and the harness.
     public static let memory = register("memory", traits: MediumTraits(linkClass: .other, typicalBytesPerSecond: 10_000_000, endpoint: .name))
 }
@@ -103,12 +100,12 @@ final class MediumRegistry: Sendable {
     func traits(of name: String) -> MediumTraits {
         if let t = state.withLock({ $0.table[name] }) { return t }
         // The built-ins register when first named; make sure they have been.
-        _ = (Medium.tcp, Medium.udp, Medium.rfcomm, Medium.l2cap, Medium.memory)
+        _ = (Medium.tcp, Medium.udp, Medium.memory)
         return state.withLock { $0.table[name] } ?? .unknown
     }
 
     func names() -> [String] {
-        _ = (Medium.tcp, Medium.udp, Medium.rfcomm, Medium.l2cap, Medium.memory)
+        _ = (Medium.tcp, Medium.udp, Medium.memory)
         return state.withLock { $0.order }
     }
 }

@@ -4,12 +4,12 @@ import Glibc
 #endif
 
 /// An IPv4 or IPv6 socket address, built from numeric strings only (no name resolution).
-struct IPSocketAddress {
-    var storage = sockaddr_storage()
-    var length: socklen_t
-    var family: Int32
+package struct IPSocketAddress {
+    package var storage = sockaddr_storage()
+    package var length: socklen_t
+    package var family: Int32
 
-    init(host: String, port: UInt16, interfaceIndex: Int32 = 0) throws {
+    package init(host: String, port: UInt16, interfaceIndex: Int32 = 0) throws {
         var v4 = sockaddr_in()
         if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
             v4.sin_family = sa_family_t(AF_INET)
@@ -36,20 +36,20 @@ struct IPSocketAddress {
         withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: v6) { dst.copyMemory(from: $0) } }
     }
 
-    init(storage: sockaddr_storage, length: socklen_t) {
+    package init(storage: sockaddr_storage, length: socklen_t) {
         self.storage = storage
         self.length = length
         self.family = Int32(storage.ss_family)
     }
 
-    var port: UInt16 {
+    package var port: UInt16 {
         withUnsafeBytes(of: storage) { raw in
             family == AF_INET ? UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port)
                               : UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port)
         }
     }
 
-    var host: String {
+    package var host: String {
         var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         withUnsafeBytes(of: storage) { raw in
             if family == AF_INET {
@@ -65,7 +65,7 @@ struct IPSocketAddress {
         return s
     }
 
-    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    package func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         withUnsafeBytes(of: storage) { raw in
             body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
         }
@@ -74,12 +74,12 @@ struct IPSocketAddress {
 
 /// A socket bound to `host`:`port` ("::" = every address, dual-stack, falling back to IPv4 in
 /// a namespace without IPv6), with the port actually bound. The caller owns `fd`.
-struct BoundSocket {
-    let fd: Int32
-    let family: Int32
-    let port: UInt16
+package struct BoundSocket {
+    package let fd: Int32
+    package let family: Int32
+    package let port: UInt16
 
-    init(host: String, port: UInt16, type: Int32, protocolName: String, reuseAddress: Bool) throws {
+    package init(host: String, port: UInt16, type: Int32, protocolName: String, reuseAddress: Bool) throws {
         var address = try IPSocketAddress(host: host, port: port)
         var fd = socket(address.family, type | Int32(SOCK_CLOEXEC.rawValue), 0)
         if fd < 0, address.family == AF_INET6, host == "::" {

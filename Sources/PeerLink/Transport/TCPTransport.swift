@@ -47,7 +47,7 @@ public struct TCPTransport: Transport {
     }
 }
 
-func setNoDelay(_ fd: Int32) {
+package func setNoDelay(_ fd: Int32) {
     var one: Int32 = 1
     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
 }

@@ -10,7 +10,7 @@ public struct TransportEndpoint: Hashable, Sendable, CustomStringConvertible, Co
     }
 
     public var description: String {
-        host.contains(":") && !medium.isBluetooth ? "\(medium.rawValue)://[\(host)]:\(port)" : "\(medium.rawValue)://\(host):\(port)"
+        host.contains(":") && medium.traits.endpoint == .ipAddress ? "\(medium.rawValue)://[\(host)]:\(port)" : "\(medium.rawValue)://\(host):\(port)"
     }
 }
 
