@@ -113,6 +113,9 @@ check "no identity was written by failed commands" test ! -e "$work/cfg/display-
 check "id creates a key with mode 0600" test "$(stat -c %a "$work/cfg/identity.key" 2>/dev/null)" = 600
 id=$(sed -n 's/.*"peer":"\([a-z2-7]*\)".*/\1/p' "$work/id.json")
 check "id prints a 32-character peer ID" test ${#id} = 32
+check "id --qr draws the peer ID as a QR code (version 3: 29 modules and a 4-module quiet zone a side)" \
+    sh -c "'$bin' id --qr | python3 -c 'import sys; t=sys.stdin.buffer.read().decode(); sys.exit(0 if sum(1 for l in t.splitlines() if len(l) == 37 and set(l) <= set(\"█▀▄ \")) == 19 else 1)'"
+expect_message "id --qr with --json says why not" "--qr draws for a terminal" id --qr --json
 check "trust add / list round trip" sh -c "'$bin' trust add $id laptop >/dev/null && '$bin' trust list | grep -q '$id laptop'"
 # Verification codes: the same on both devices, and a match is recorded with its time.
 other="$work/cfg-other"

@@ -17,6 +17,17 @@ struct IdCommand: ParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
+    @Flag(name: .long, help: "Also draw the peer ID as a QR code, for a phone to read off the screen (for `peerlink trust add` on another device).")
+    var qr = false
+
+    @Flag(name: .long, help: "With --qr: dark modules as blocks, for a terminal with a light background.")
+    var lightBackground = false
+
+    func validate() throws {
+        if qr, json { throw ValidationError("--qr draws for a terminal; --json prints the ID as text") }
+        if lightBackground, !qr { throw ValidationError("--light-background goes with --qr") }
+    }
+
     func run() throws {
         let store = IdentityStore(directory: configDir)
         let (identity, created) = try store.loadOrCreate()
@@ -32,6 +43,12 @@ struct IdCommand: ParsableCommand {
             """,
             ["peer": identity.peerID.description, "name": store.displayName(), "keyFile": store.keyPath,
              "publicKey": Data(identity.publicKey).base64EncodedString(), "created": created])
+        if qr {
+            // The bare ID: what `peerlink trust add` and `trust verify` take. Medium error
+            // correction: a screen photographed at an angle still reads.
+            let code = try QRCode(bytes: Array(identity.peerID.description.utf8), errorCorrection: .medium)
+            print("\n" + code.terminalText(invert: lightBackground) + "\n")
+        }
     }
 }
 
