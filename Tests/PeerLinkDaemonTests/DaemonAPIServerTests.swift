@@ -50,12 +50,13 @@ final class DaemonAPIServerTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func start(mode: mode_t = 0o660, access: APIAccess = .init(daemonUID: getuid(), groupID: nil), maxConnections: Int = 32) throws -> String {
+    func start(mode: mode_t = 0o660, access: APIAccess = .init(daemonUID: getuid(), groupID: nil), maxConnections: Int = 32,
+               requestTimeout: Duration = .seconds(2)) throws -> String {
         let path = directory + "/daemon.sock"
         var options = UnixHTTPServer.Options()
         options.socketMode = mode
         options.maxConnections = maxConnections
-        options.requestTimeout = .seconds(2)
+        options.requestTimeout = requestTimeout
         var api = DaemonAPI(backend: backend)
         api.keepAlive = .milliseconds(200)
         let frozen = api
@@ -122,13 +123,15 @@ final class DaemonAPIServerTests: XCTestCase {
 
     /// A connection over the limit is answered 503 at once; the one being served is not disturbed.
     func testAConnectionOverTheLimitIsToldTheServerIsBusy() throws {
-        let path = try start(maxConnections: 1)
+        // The held request may wait longer than any pause a loaded machine makes.
+        let path = try start(maxConnections: 1, requestTimeout: .seconds(30))
         // The first connection holds its thread: a request that never completes.
         let held = try UnixSocket.connect(path)
         defer { close(held) }
         XCTAssertTrue(UnixSocket.writeAll(held, Array("GET /v1/status HTTP/1.1\r\n".utf8)))
         var busy = ""
-        for _ in 0..<50 where !busy.hasPrefix("HTTP/1.1 503 ") {
+        let deadline = Date().addingTimeInterval(20)
+        while !busy.hasPrefix("HTTP/1.1 503 "), Date() < deadline {
             busy = try exchange(path, "GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n")
             if !busy.hasPrefix("HTTP/1.1 503 ") { Thread.sleep(forTimeInterval: 0.02) }
         }
@@ -216,7 +219,8 @@ final class DaemonAPIServerTests: XCTestCase {
     /// Needs root (CI's unit run is root); as another user, the rule is tested above only.
     func testAnotherUserIsRefusedByItsCredentials() throws {
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return }
-        let path = try start(mode: 0o666, access: .init(daemonUID: 0, groupID: nil))
+        // Python may start slowly on a loaded machine; the request must not time out first.
+        let path = try start(mode: 0o666, access: .init(daemonUID: 0, groupID: nil), requestTimeout: .seconds(30))
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", """
