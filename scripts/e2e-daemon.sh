@@ -249,6 +249,18 @@ check "…intact" test "$(sha "$work/state-$C/inbox/forc.bin" 2>/dev/null)" = "$
 check "…and the pending list is empty again" bash -c "
     '$bin' pending --socket '$sock_c' --json | grep -q '\"pending\":\\[\\]'"
 
+# The owner manages the daemon's trust store with `peerlink trust` (it lives with the daemon's
+# key, not in the caller's configuration directory).
+check "peerlink trust list shows the daemon's store, with how each peer came in" bash -c "
+    '$bin' trust list --socket '$sock_c' --json | grep -q '\"note\":\"field laptop\",\"peer\":\"$id_a\",\"verification\":\"first-use\"'"
+check "peerlink trust verify through the daemon: the code both nodes compute, recorded on --confirm" bash -c "
+    here=\$('$bin' trust verify '$id_a' --socket '$sock_c' --json --confirm | sed -n 's/.*\"code\":\"\\([0-9 ]*\\)\".*/\\1/p' | head -1)
+    there=\$('$bin' trust verify '$id_c' --socket '$sock_a' --json | sed -n 's/.*\"code\":\"\\([0-9 ]*\\)\".*/\\1/p')
+    test -n \"\$here\" -a \"\$here\" = \"\$there\" && grep -q 'verification=code' '$work/cfg-$C/trusted-peers'"
+check "peerlink trust remove through the daemon takes the peer out of its store" bash -c "
+    '$bin' trust add '$id_b' 'spare' --socket '$sock_c' >/dev/null && grep -q '^$id_b spare\$' '$work/cfg-$C/trusted-peers' &&
+    '$bin' trust remove spare --socket '$sock_c' >/dev/null && ! grep -q '$id_b' '$work/cfg-$C/trusted-peers'"
+
 check "peerlink links shows the daemon's session too (read from /v1/status)" bash -c "
     '$bin' links --socket '$sock_a' --json >'$work/links.json' && grep -q '\"command\" : \"daemon\"' '$work/links.json' &&
     grep -qE '$id_b|$id_c' '$work/links.json'"

@@ -5,6 +5,8 @@ import PeerLinkWire
 
 /// What the local API (docs/API.md) reads from and asks of the daemon.
 extension FieldDaemon: DaemonAPIBackend {
+    public nonisolated var trustStore: IdentityStore { parts.trust }
+
     public func apiStatus() async throws -> DaemonStatus {
         let counts = try await db { ledger in
             Dictionary(grouping: try ledger.items(in: Set(OutboundItem.State.allCases)), by: \.state).mapValues(\.count)

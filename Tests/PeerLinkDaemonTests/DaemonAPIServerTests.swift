@@ -30,6 +30,7 @@ struct FakeBackend: DaemonAPIBackend {
         }
     }
     func apiLinks() async -> DaemonLinks { DaemonLinks(policy: "bluetooth-first", peers: []) }
+    var trustStore = IdentityStore(directory: NSTemporaryDirectory() + "peerlink-api-trust-\(UInt32.random(in: 0...UInt32.max))")
     static let asker = PeerID(digest: Array(repeating: 7, count: 32))
 }
 
@@ -278,6 +279,46 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertEqual(try client.request("POST", "/v1/pending/a/b").status, 404)
     }
 
+    /// `/v1/trust`: the daemon's own trust store, read, written and removed through the API,
+    /// and the verification code between the daemon's node and a peer.
+    func testTheTrustStoreThroughTheAPI() throws {
+        let path = try start()
+        defer { try? FileManager.default.removeItem(atPath: backend.trustStore.directory) }
+        let client = DaemonClient(socketPath: path)
+        func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, [String: Any]) {
+            let (s, b) = try client.request(method, path, json: body.map { Array($0.utf8) })
+            return (s, json(b))
+        }
+        let peer = FakeBackend.asker.description
+        XCTAssertEqual((try call("GET", "/v1/trust").1["trusted"] as? [[String: Any]])?.count, 0)
+        let (put, record) = try call("PUT", "/v1/trust/\(peer)", #"{"note":"field laptop"}"#)
+        XCTAssertEqual(put, 200)
+        XCTAssertEqual(record["note"] as? String, "field laptop")
+        XCTAssertEqual(record["verification"] as? String, "peer-id")
+        XCTAssertNotNil(record["first_seen"] as? String)
+        XCTAssertEqual(backend.trustStore.trustedPeers()[FakeBackend.asker], "field laptop", "written to the daemon's store")
+        XCTAssertEqual(try call("PUT", "/v1/trust/\(peer.prefix(8))").0, 400, "trust takes the whole ID")
+        XCTAssertEqual(try call("PUT", "/v1/trust/\(peer)", #"{"verification":"first-use"}"#).0, 400)
+        XCTAssertEqual(try call("PUT", "/v1/trust/\(peer)", #"{"colour":1}"#).0, 400)
+        let listed = try XCTUnwrap(try call("GET", "/v1/trust").1["trusted"] as? [[String: Any]])
+        XCTAssertEqual(listed.map { $0["peer"] as? String }, [peer])
+
+        let (codeStatus, code) = try call("GET", "/v1/trust/field%20laptop/code")
+        XCTAssertEqual(codeStatus, 200, "a trusted peer named by its note")
+        let me = try backend.trustStore.loadOrCreate().identity.peerID
+        XCTAssertEqual(code["code"] as? String, VerificationCode(me, FakeBackend.asker).description)
+        XCTAssertEqual(code["self"] as? String, me.description)
+        XCTAssertEqual(try call("PUT", "/v1/trust/\(peer)", #"{"verification":"code"}"#).1["verification"] as? String, "code")
+        XCTAssertEqual(try call("PUT", "/v1/trust/\(peer)").1["note"] as? String, "field laptop", "an empty body keeps the note")
+
+        XCTAssertEqual(try call("DELETE", "/v1/trust/nobody").0, 404)
+        let (deleted, gone) = try call("DELETE", "/v1/trust/\(peer.prefix(6))")
+        XCTAssertEqual(deleted, 200, "a unique prefix of a trusted peer")
+        XCTAssertEqual(gone["removed"] as? Bool, true)
+        XCTAssertEqual(backend.trustStore.trustedPeers(), [:])
+        XCTAssertEqual(try call("DELETE", "/v1/trust/\(peer)").0, 404, "no longer trusted")
+    }
+
     /// docs/api/openapi.json is what the daemon serves, and lists exactly the routes it answers.
     func testTheOpenAPIDocumentListsEveryRouteAndNoOther() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -291,7 +332,7 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertEqual(documented, Set(DaemonAPI.routes.map { "\($0.method) \($0.path)" }))
 
         let path = try start()
-        for route in DaemonAPI.routes where route.method == "GET" && route.path != "/v1/events" {
+        for route in DaemonAPI.routes where route.method == "GET" && route.path != "/v1/events" && !route.path.contains("{") {
             XCTAssertEqual(try DaemonClient(socketPath: path).request("GET", route.path).status, 200, route.path)
         }
         let served = try DaemonClient(socketPath: path).request("GET", "/v1/openapi.json")

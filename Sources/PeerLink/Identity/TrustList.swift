@@ -121,6 +121,17 @@ extension IdentityStore {
         try writeTrust(all)
     }
 
+    /// A full peer ID, or the one trusted peer whose name is `text` or whose ID starts with it
+    /// (4 or more characters); nil when none or several match (`matches` says which).
+    public func resolveTrusted(_ text: String) -> (peer: PeerID?, matches: [TrustedPeer]) {
+        if let id = try? PeerID(parsing: text) { return (id, trustRecords().filter { $0.peer == id }) }
+        let records = trustRecords()
+        let byName = records.filter { $0.name == text }
+        let lower = text.lowercased()
+        let hits = !byName.isEmpty ? byName : lower.count >= 4 ? records.filter { $0.peer.description.hasPrefix(lower) } : []
+        return (hits.count == 1 ? hits[0].peer : nil, hits)
+    }
+
     /// Stops trusting `peer`.
     public func untrust(_ peer: PeerID) throws {
         try writeTrust(trustRecords().filter { $0.peer != peer })

@@ -15,6 +15,10 @@ public struct DaemonAPI: Sendable {
         ("GET", "/v1/events"),
         ("GET", "/v1/pending"),
         ("POST", "/v1/pending/{peer}"),
+        ("GET", "/v1/trust"),
+        ("PUT", "/v1/trust/{peer}"),
+        ("DELETE", "/v1/trust/{peer}"),
+        ("GET", "/v1/trust/{peer}/code"),
         ("GET", "/v1/openapi.json"),
     ]
 
@@ -66,6 +70,10 @@ public struct DaemonAPI: Sendable {
             case ("GET", "/v1/events"): return try events(request)
             case ("GET", "/v1/pending"): return .response(await pending())
             case ("POST", "/v1/pending/{peer}"): return .response(try await answerPending(request, peer: parameters["peer"] ?? ""))
+            case ("GET", "/v1/trust"): return .response(try await trusted())
+            case ("PUT", "/v1/trust/{peer}"): return .response(try await trust(request, peer: parameters["peer"] ?? ""))
+            case ("DELETE", "/v1/trust/{peer}"): return .response(try await untrust(peer: parameters["peer"] ?? ""))
+            case ("GET", "/v1/trust/{peer}/code"): return .response(try await verificationCode(peer: parameters["peer"] ?? ""))
             default: return .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(OpenAPIDocument.json.utf8)))
             }
         } catch let e as APIError {

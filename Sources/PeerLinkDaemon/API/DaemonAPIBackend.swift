@@ -17,6 +17,8 @@ public protocol DaemonAPIBackend: Sendable {
     func apiAnswerPending(_ peer: String, _ answer: PendingAnswer) async throws(APIError) -> PendingOutcome
     /// The session's link policy and each peer's links, for `GET /v1/status` (`peerlink links`).
     func apiLinks() async -> DaemonLinks
+    /// The node's key and trust store, for `/v1/trust` (`peerlink trust` while a daemon runs).
+    var trustStore: IdentityStore { get }
 }
 
 /// The daemon session's links as `GET /v1/status` gives them under `links`.

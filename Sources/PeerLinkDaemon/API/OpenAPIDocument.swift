@@ -404,6 +404,275 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/v1/trust": {
+      "get": {
+        "operationId": "listTrusted",
+        "summary": "The daemon's trust store",
+        "description": "The peers the daemon trusts (accept = \"known\" takes their invitations and items), with when each was first trusted and how it was verified. This is the daemon's own store, in its configuration directory: `peerlink trust list` shows it while a daemon runs.",
+        "responses": {
+          "200": {
+            "description": "Every trusted peer, by peer ID",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "trusted"
+                  ],
+                  "properties": {
+                    "trusted": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/TrustedPeer"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/trust/{peer}": {
+      "put": {
+        "operationId": "trustPeer",
+        "summary": "Trust a peer",
+        "description": "Adds the peer to the daemon's trust store, or updates its note. The first time it was trusted is kept; a verification is recorded when it is stronger than the one known (peer-id, then code), and a code comparison always anew. An empty body trusts with verification peer-id and keeps any note.",
+        "parameters": [
+          {
+            "name": "peer",
+            "in": "path",
+            "required": true,
+            "description": "The peer's full 32-character ID (a prefix or a name is refused: trust takes the whole ID).",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/TrustRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The peer as the store now holds it",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/TrustedPeer"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "Not a full peer ID (code bad_peer), or a malformed body (bad_json, bad_field)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "The trust store could not be written (code trust_store)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      },
+      "delete": {
+        "operationId": "untrustPeer",
+        "summary": "Stop trusting a peer",
+        "parameters": [
+          {
+            "name": "peer",
+            "in": "path",
+            "required": true,
+            "description": "The peer's full ID, or a trusted peer's note or unique ID prefix (4 or more characters), percent-encoded.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Removed",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "peer",
+                    "removed"
+                  ],
+                  "properties": {
+                    "peer": {
+                      "type": "string"
+                    },
+                    "removed": {
+                      "type": "boolean"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "Not in the trust store (code not_trusted)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The name or prefix matches several trusted peers (code ambiguous; the message lists them)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "The trust store could not be written (code trust_store)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/trust/{peer}/code": {
+      "get": {
+        "operationId": "verificationCode",
+        "summary": "The verification code between the daemon's node and a peer",
+        "description": "Thirty digits in six groups of five, computed from the two peer IDs (docs/PROTOCOL.md §17): the peer's owner runs `peerlink trust verify <the daemon's ID>` and the two compare. Record a match with PUT /v1/trust/{peer} and verification code.",
+        "parameters": [
+          {
+            "name": "peer",
+            "in": "path",
+            "required": true,
+            "description": "The peer's full ID, or a trusted peer's note or unique ID prefix (4 or more characters), percent-encoded.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The code",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/VerificationCode"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The daemon's own ID (code bad_peer)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "Neither a peer ID nor a trusted peer's note or prefix (code not_trusted)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The name or prefix matches several trusted peers (code ambiguous)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "The node's key could not be read (code identity)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/v1/openapi.json": {
       "get": {
         "operationId": "getOpenAPI",
@@ -440,7 +709,7 @@ enum OpenAPIDocument {
             "properties": {
               "code": {
                 "type": "string",
-                "description": "Stable, machine-readable (bad_request, forbidden, not_found, method_not_allowed, gone, \u2026)."
+                "description": "Stable, machine-readable (bad_request, forbidden, not_found, method_not_allowed, gone, …)."
               },
               "message": {
                 "type": "string",
@@ -665,7 +934,7 @@ enum OpenAPIDocument {
           },
           "links": {
             "type": "object",
-            "description": "The daemon session's link policy and each connected peer's links, in the form `peerlink links --json` prints (peer, displayName, state, links with medium, remote, rttMillis, loss, throughput, carries, reason, \u2026).",
+            "description": "The daemon session's link policy and each connected peer's links, in the form `peerlink links --json` prints (peer, displayName, state, links with medium, remote, rttMillis, loss, throughput, carries, reason, …).",
             "required": [
               "policy",
               "peers"
@@ -842,6 +1111,112 @@ enum OpenAPIDocument {
           "invitation_answered": {
             "type": "boolean",
             "description": "An invitation was waiting and got the answer now (false: it had lapsed)."
+          }
+        }
+      },
+      "TrustedPeer": {
+        "type": "object",
+        "required": [
+          "peer",
+          "note",
+          "first_seen",
+          "verification",
+          "verified_at"
+        ],
+        "properties": {
+          "peer": {
+            "type": "string",
+            "description": "Peer ID"
+          },
+          "note": {
+            "type": "string",
+            "description": "The owner's note, usually the peer's name (may be empty)"
+          },
+          "first_seen": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time",
+            "description": "When the peer was first trusted; null for an entry written before the time was kept"
+          },
+          "verification": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "first-use",
+              "peer-id",
+              "code",
+              null
+            ],
+            "description": "first-use: accepted when it asked, nothing checked; peer-id: the owner gave its whole ID; code: verification codes compared"
+          },
+          "verified_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          }
+        }
+      },
+      "TrustRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "note": {
+            "type": "string",
+            "maxLength": 200,
+            "description": "One line of text"
+          },
+          "verification": {
+            "type": "string",
+            "enum": [
+              "peer-id",
+              "code"
+            ],
+            "default": "peer-id"
+          }
+        }
+      },
+      "VerificationCode": {
+        "type": "object",
+        "required": [
+          "self",
+          "peer",
+          "code",
+          "trusted",
+          "verification"
+        ],
+        "properties": {
+          "self": {
+            "type": "string",
+            "description": "The daemon's peer ID"
+          },
+          "peer": {
+            "type": "string"
+          },
+          "code": {
+            "type": "string",
+            "description": "Six groups of five digits separated by spaces",
+            "pattern": "^[0-9]{5}( [0-9]{5}){5}$"
+          },
+          "trusted": {
+            "type": "boolean"
+          },
+          "verification": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "first-use",
+              "peer-id",
+              "code",
+              null
+            ]
           }
         }
       }
