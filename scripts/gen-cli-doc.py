@@ -16,7 +16,7 @@ PEERLINK = sys.argv[1] if len(sys.argv) > 1 else ".build/debug/peerlink"
 # The commands in the order `peerlink --help` lists them, with their subcommands.
 COMMANDS = ["id", "doctor", "browse", "advertise", "chat", "send", "receive", "links",
             ["trust", "add", "remove", "list", "verify"], "daemon", "status",
-            ["pending", "list", "accept", "decline"]]
+            ["pending", "list", "accept", "decline", "block", "unblock"]]
 
 # Commands that open radios share these options; they are listed once.
 RADIO_COMMANDS = ["browse", "advertise", "chat", "send", "receive"]

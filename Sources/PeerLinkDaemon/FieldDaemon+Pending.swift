@@ -70,6 +70,7 @@ extension FieldDaemon {
     public func apiAnswerPending(_ text: String, _ answer: PendingAnswer) async throws(APIError) -> PendingOutcome {
         let now = uptime
         lapsePending(now: now)
+        if answer == .unblock { return try await unblock(text) }
         let peer: PeerID
         switch pending.resolve(text) {
         case let .success(p): peer = p
@@ -93,6 +94,19 @@ extension FieldDaemon {
             events.publish(.peerDeclined, peer: peer.description, name: entry.name)
             return PendingOutcome(peer: peer.description, name: entry.name, answer: "declined", trusted: false,
                                   invitationAnswered: waiting != nil)
+        case .block:
+            waiting?.decline()
+            let store = parts.trust, name = entry.name
+            let failure = await Runtime.offload("pl.api.block") { () -> String? in
+                do { try store.block(peer, name: name); return nil } catch { return "\(error)" }
+            }
+            if let failure { throw APIError(500, "trust_store", "could not block \(who) in \(store.blockPath): \(failure)") }
+            log.notice("owner blocked a pending peer: its invitations are declined unasked", metadata: ["peer": "\(who)"])
+            events.publish(.peerDeclined, peer: peer.description, name: entry.name, reason: "blocked")
+            return PendingOutcome(peer: peer.description, name: entry.name, answer: "blocked", trusted: false,
+                                  invitationAnswered: waiting != nil)
+        case .unblock:
+            throw APIError(500, "internal", "unblock is answered before the pending list is read")
         case let .accept(trust, name):
             if trust {
                 let store = parts.trust, label = name ?? entry.name
@@ -111,5 +125,24 @@ extension FieldDaemon {
             return PendingOutcome(peer: peer.description, name: entry.name, answer: "accepted",
                                   trusted: parts.trust.trustedPeers()[peer] != nil, invitationAnswered: waiting != nil)
         }
+    }
+
+    /// Takes a blocked peer (full ID, unique ID prefix of 4+ characters, or name) off the block list.
+    private func unblock(_ text: String) async throws(APIError) -> PendingOutcome {
+        let store = parts.trust
+        let blocked = await Runtime.offload("pl.api.block") { store.blockedPeers() }
+        let lower = text.lowercased()
+        let hits = blocked.filter { $0.key.description == lower || $0.value == text || (lower.count >= 4 && $0.key.description.hasPrefix(lower)) }
+        guard hits.count == 1, let (peer, name) = hits.first else {
+            throw APIError(hits.isEmpty ? 404 : 409, hits.isEmpty ? "not_blocked" : "ambiguous",
+                           hits.isEmpty ? "no blocked peer '\(text)' (blocked: \(blocked.isEmpty ? "none" : blocked.map { "\($0.value) [\($0.key)]" }.sorted().joined(separator: ", ")))"
+                                        : "'\(text)' matches \(hits.count) blocked peers: \(hits.keys.map(\.description).sorted().joined(separator: ", "))")
+        }
+        let failure = await Runtime.offload("pl.api.block") { () -> String? in
+            do { try store.unblock(peer); return nil } catch { return "\(error)" }
+        }
+        if let failure { throw APIError(500, "trust_store", "could not unblock \(name) [\(peer)] in \(store.blockPath): \(failure)") }
+        log.notice("owner unblocked a peer: it is listed again when it asks", metadata: ["peer": "\(name) [\(peer)]"])
+        return PendingOutcome(peer: peer.description, name: name, answer: "unblocked", trusted: false, invitationAnswered: false)
     }
 }

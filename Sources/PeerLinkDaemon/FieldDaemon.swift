@@ -154,6 +154,12 @@ public actor FieldDaemon {
 
     func answer(_ inv: Invitation) {
         let who = "\(inv.displayName) [\(inv.peer)]"
+        // A blocked peer is declined unasked, whatever the rule; debug only, as it may ask often.
+        if parts.trust.blockedPeers()[inv.peer] != nil {
+            log.debug("declined invitation from a blocked peer", metadata: ["peer": "\(who)"])
+            inv.decline()
+            return
+        }
         let ok: Bool
         switch config.accept {
         case .all: ok = true

@@ -27,6 +27,9 @@ struct FakeBackend: DaemonAPIBackend {
             return PendingOutcome(peer: FakeBackend.asker.description, name: name ?? "stranger", answer: "accepted", trusted: trust, invitationAnswered: true)
         case .decline:
             return PendingOutcome(peer: FakeBackend.asker.description, name: "stranger", answer: "declined", trusted: false, invitationAnswered: false)
+        case .block, .unblock:
+            return PendingOutcome(peer: FakeBackend.asker.description, name: "stranger", answer: answer == .block ? "blocked" : "unblocked",
+                                  trusted: false, invitationAnswered: false)
         }
     }
     func apiLinks() async -> DaemonLinks { DaemonLinks(policy: "bluetooth-first", peers: []) }
@@ -270,6 +273,9 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertEqual(try post("stranger", #"{"answer":"accept","trust":false}"#).1["trusted"] as? Bool, false)
         XCTAssertEqual(try post("stranger", #"{"answer":"decline"}"#).1["answer"] as? String, "declined")
         XCTAssertEqual(try post("nobody", #"{"answer":"decline"}"#).0, 404)
+        XCTAssertEqual(try post("stranger", #"{"answer":"block"}"#).1["answer"] as? String, "blocked")
+        XCTAssertEqual(try post("stranger", #"{"answer":"unblock"}"#).1["answer"] as? String, "unblocked")
+        XCTAssertEqual(try post("stranger", #"{"answer":"block","name":"x"}"#).0, 400)
         XCTAssertEqual(try post("stranger", #"{"answer":"maybe"}"#).0, 400)
         XCTAssertEqual(try post("stranger", #"{"answer":"accept","trust":1}"#).0, 400)
         XCTAssertEqual(try post("stranger", #"{"answer":"decline","trust":true}"#).0, 400)

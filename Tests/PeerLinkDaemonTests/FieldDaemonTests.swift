@@ -96,6 +96,53 @@ final class FieldDaemonTests: XCTestCase {
         await a.stop(); await b.stop()
     }
 
+    func testABlockedPeerIsDeclinedUnaskedUntilUnblocked() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.accept = .known }
+        try a.drop("notes.txt", bytes: randomBytes(1000), for: b.peer)
+        await b.waitForLog("peerlink pending accept \(a.peer)")
+        let outcome = try await b.daemon.apiAnswerPending("alpha", .block)
+        XCTAssertEqual(outcome.answer, "blocked")
+        XCTAssertEqual(b.trust.blockedPeers()[a.peer], "alpha", "kept on disk beside the trust store")
+        let events = (try? b.daemon.events.after(b.daemon.events.oldestID - 1).get()) ?? []
+        XCTAssertEqual(events.last { $0.kind == .peerDeclined }?.reason, "blocked")
+        // A holds its item and asks again (every 300 ms here): declined each time, never listed.
+        let declinedBefore = a.log.filter { $0.contains("declined") }.count
+        for _ in 0..<100 where a.log.filter({ $0.contains("declined") }).count < declinedBefore + 2 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertGreaterThanOrEqual(a.log.filter { $0.contains("declined") }.count, declinedBefore + 2, "alpha asked again and was declined")
+        let pendingNow = await b.daemon.apiPending()
+        XCTAssertEqual(pendingNow.map(\.peer), [], "a blocked peer is not listed")
+        XCTAssertEqual(files(b.inbox), [])
+        XCTAssertEqual(try a.ledger.items(in: [.queued, .sending]).count, 1, "the holder keeps its item")
+        // Unblocked, it is listed again at its next invitation.
+        await XCTAssertThrowsAPIError(404) { _ = try await b.daemon.apiAnswerPending("nobody", .unblock) }
+        let un = try await b.daemon.apiAnswerPending(String(a.peer.description.prefix(6)), .unblock)
+        XCTAssertEqual(un.answer, "unblocked")
+        XCTAssertEqual(b.trust.blockedPeers(), [:])
+        var listed: [PendingPeer] = []
+        for _ in 0..<200 where listed.isEmpty {
+            listed = await b.daemon.apiPending()
+            if listed.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        XCTAssertEqual(listed.map(\.peer), [a.peer])
+        await a.stop(); await b.stop()
+    }
+
+    func testTrustingABlockedPeerUnblocksIt() throws {
+        let store = IdentityStore(directory: scratch(self) + "/cfg")
+        let peer = PeerID(digest: Array(repeating: 9, count: 32))
+        try store.trust(peer, name: "x")
+        try store.block(peer, name: "x")
+        XCTAssertNil(store.trustedPeers()[peer], "blocking takes it out of the trust store")
+        XCTAssertEqual(store.blockedPeers()[peer], "x")
+        try store.trust(peer, name: "x again")
+        XCTAssertEqual(store.blockedPeers(), [:])
+        XCTAssertEqual(store.trustedPeers()[peer], "x again")
+    }
+
     func testAnItemOverTheQuotaWaitsAndTheQuotaCountsWhatTheInboxHolds() async throws {
         let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
         let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")

@@ -119,6 +119,7 @@ extension IdentityStore {
             all.append(TrustedPeer(peer: peer, name: name, firstSeen: now, verification: verification, verifiedAt: now))
         }
         try writeTrust(all)
+        if blockedPeers()[peer] != nil { try unblock(peer) }
     }
 
     /// A full peer ID, or the one trusted peer whose name is `text` or whose ID starts with it
@@ -140,12 +141,16 @@ extension IdentityStore {
     /// Replaces the trust store crash-safely: written to a temporary file, fsynced, renamed
     /// over the old one, and the directory fsynced, so a crash or power cut at any instant
     /// leaves either the old list or the new one.
-    private func writeTrust(_ all: [TrustedPeer]) throws {
+    private func writeTrust(_ all: [TrustedPeer]) throws { try replace(trustPath, with: TrustList.render(all)) }
+
+    /// Replaces the file at `path` with `text` crash-safely (see `writeTrust`).
+    func replace(_ path: String, with text: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let trustPath = path
         let tmp = trustPath + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw PeerLinkError.file("cannot write \(tmp): \(String(cString: strerror(errno)))") }
-        let bytes = Array(TrustList.render(all).utf8)
+        let bytes = Array(text.utf8)
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)

@@ -1,4 +1,5 @@
 import Foundation
+import PeerLink
 
 /// The owner's answer to a pending peer (`POST /v1/pending/{peer}`).
 public enum PendingAnswer: Sendable, Equatable {
@@ -7,6 +8,11 @@ public enum PendingAnswer: Sendable, Equatable {
     case accept(trust: Bool, name: String?)
     /// Decline its waiting invitation and take it off the list (it is listed again when it asks again).
     case decline
+    /// Decline its waiting invitation and every later one without listing it (`blocked-peers`);
+    /// it also leaves the trust store.
+    case block
+    /// Take a blocked peer (ID, ID prefix or name) off the block list: it is listed again when it asks.
+    case unblock
 }
 
 /// What an answer did.
@@ -30,7 +36,10 @@ public struct PendingOutcome: Sendable, Equatable {
 extension DaemonAPI {
     func pending() async -> HTTPResponse {
         let list = await backend.apiPending()
-        return .json(200, ["pending": list.map(Self.json)])
+        let store = backend.trustStore
+        let blocked = (try? await Runtime.offload("pl.api.blocked") { store.blockedPeers() }) ?? [:]
+        return .json(200, ["pending": list.map(Self.json),
+                           "blocked": blocked.keys.sorted().map { ["peer": $0.description, "name": blocked[$0] ?? ""] }])
     }
 
     static func json(_ p: PendingPeer) -> [String: Any] {
@@ -53,7 +62,7 @@ extension DaemonAPI {
         }
         let known: Set<String> = ["answer", "trust", "name"]
         if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
-            throw APIError(400, "bad_field", "unknown field '\(unknown)'; fields: answer (accept or decline), trust, name")
+            throw APIError(400, "bad_field", "unknown field '\(unknown)'; fields: answer (accept, decline, block or unblock), trust, name")
         }
         struct Body: Decodable { var answer: String?; var trust: Bool?; var name: String? }
         let b: Body
@@ -68,13 +77,13 @@ extension DaemonAPI {
         let trust = b.trust ?? true, name = b.name
         switch b.answer {
         case "accept"?: return .accept(trust: trust, name: name)
-        case "decline"?:
+        case let other? where ["decline", "block", "unblock"].contains(other):
             guard name == nil, b.trust == nil else {
                 throw APIError(400, "bad_field", "'trust' and 'name' go with \"accept\" only")
             }
-            return .decline
+            return other == "decline" ? .decline : other == "block" ? .block : .unblock
         default:
-            throw APIError(400, "bad_field", "'answer' must be \"accept\" or \"decline\"")
+            throw APIError(400, "bad_field", "'answer' must be \"accept\", \"decline\", \"block\" or \"unblock\"")
         }
     }
 }

@@ -287,13 +287,33 @@ enum OpenAPIDocument {
                 "schema": {
                   "type": "object",
                   "required": [
-                    "pending"
+                    "pending",
+                    "blocked"
                   ],
                   "properties": {
                     "pending": {
                       "type": "array",
                       "items": {
                         "$ref": "#/components/schemas/PendingPeer"
+                      }
+                    },
+                    "blocked": {
+                      "type": "array",
+                      "description": "Peers the owner blocked: their invitations are declined unasked.",
+                      "items": {
+                        "type": "object",
+                        "required": [
+                          "peer",
+                          "name"
+                        ],
+                        "properties": {
+                          "peer": {
+                            "type": "string"
+                          },
+                          "name": {
+                            "type": "string"
+                          }
+                        }
                       }
                     }
                   }
@@ -318,7 +338,7 @@ enum OpenAPIDocument {
       "post": {
         "operationId": "answerPending",
         "summary": "The owner's answer to a pending peer",
-        "description": "accept: adds the peer to the trust store (unless trust is false) and accepts its waiting invitation; when the invitation lapsed, the trusted peer's next invitation is accepted by the trust rule. decline: declines its waiting invitation and takes it off the list (it is listed again when it asks again). Events: peer.accepted or peer.declined.",
+        "description": "accept: adds the peer to the trust store (unless trust is false) and accepts its waiting invitation; when the invitation lapsed, the trusted peer's next invitation is accepted by the trust rule. decline: declines its waiting invitation and takes it off the list (it is listed again when it asks again). block: declines it now and every later invitation unasked, never listing it (event peer.declined with reason blocked); unblock: takes a blocked peer off the block list. Events: peer.accepted or peer.declined.",
         "parameters": [
           {
             "name": "peer",
@@ -1067,8 +1087,11 @@ enum OpenAPIDocument {
             "type": "string",
             "enum": [
               "accept",
-              "decline"
-            ]
+              "decline",
+              "block",
+              "unblock"
+            ],
+            "description": "accept: take its invitation (and trust it unless trust is false); decline: decline it and take it off the list until it asks again; block: decline it and every later invitation without listing it (blocked-peers beside the trust store; it also leaves the trust store); unblock: take a blocked peer (named by ID, prefix or name) off the block list."
           },
           "trust": {
             "type": "boolean",
@@ -1101,7 +1124,9 @@ enum OpenAPIDocument {
             "type": "string",
             "enum": [
               "accepted",
-              "declined"
+              "declined",
+              "blocked",
+              "unblocked"
             ]
           },
           "trusted": {
