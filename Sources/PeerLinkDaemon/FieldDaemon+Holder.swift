@@ -69,7 +69,7 @@ extension FieldDaemon {
         guard room > 0 else { return }
         let skip = announced[peer] ?? []
         guard let items = try? await db({ try $0.nextItems(for: peer, limit: Self.announceWindow + skip.count, now: now) }) else { return }
-        for item in items.filter({ !skip.contains($0.id) && !self.isResting($0.id, now: now) }).prefix(room) {
+        for item in items.filter({ !skip.contains($0.id) && !self.isResting($0.id) }).prefix(room) {
             let expires = UInt64(max(0, item.expires.millisecondsSince1970))
             let path: String
             switch item.payload {
@@ -157,15 +157,18 @@ extension FieldDaemon {
             }
             log.warning("peer refused an expired item", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)"])
         } else {
-            resting[id] = clock() + timing.refusalRest
+            // On the monotonic clock: a wall clock set back (NTP after a boot without an RTC,
+            // an owner fixing the date) must not stretch the rest.
+            resting[id] = uptime + timing.refusalRest.inSeconds
             log.notice("peer refused an item for now; trying again later", metadata: ["item": "\(id)", "peer": "\(peer)", "why": "\(text)",
                                                                                      "retryIn": "\(timing.refusalRest)"])
         }
     }
 
-    func isResting(_ id: ItemID, now: Timestamp) -> Bool {
+    /// Whether the peer refused `id` for now less than `refusalRest` ago (monotonic time).
+    func isResting(_ id: ItemID) -> Bool {
         guard let until = resting[id] else { return false }
-        if until <= now { resting[id] = nil; return false }
+        if until <= uptime { resting[id] = nil; return false }
         return true
     }
 }

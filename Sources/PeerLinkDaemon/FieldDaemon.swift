@@ -73,8 +73,8 @@ public actor FieldDaemon {
     var lastInvitation: [PeerID: Double] = [:]
     /// Peers with an invitation of this node waiting for their answer.
     var inviting: Set<PeerID> = []
-    /// Items a peer refused for now, not announced again before the time given.
-    var resting: [ItemID: Timestamp] = [:]
+    /// Items a peer refused for now, not announced again before the monotonic time given (`uptime`).
+    var resting: [ItemID: Double] = [:]
     /// Outbox folders already reported as unusable.
     var reportedFolders: Set<String> = []
     /// What the daemon did, for the API's event stream (`GET /v1/events`).
@@ -190,7 +190,7 @@ public actor FieldDaemon {
     func inviteIfWorkWaits(_ peer: PeerID) {
         guard !linked.contains(peer), !inviting.contains(peer), let info = found[peer] else { return }
         let now = ProcessInfo.processInfo.systemUptime
-        if let last = lastInvitation[peer], now - last < Double(timing.inviteBackoff.components.seconds) + Double(timing.inviteBackoff.components.attoseconds) / 1e18 { return }
+        if let last = lastInvitation[peer], now - last < timing.inviteBackoff.inSeconds { return }
         guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
         lastInvitation[peer] = now
         inviting.insert(peer)

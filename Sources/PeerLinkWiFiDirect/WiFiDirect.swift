@@ -240,7 +240,3 @@ struct StepBudget {
     var limitSeconds: Double { limit.inSeconds }
 }
 
-extension Duration {
-    /// The duration in seconds, with its fraction.
-    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -158,6 +158,28 @@ final class FieldDaemonTests: XCTestCase {
         await a.stop(); await b.stop()
     }
 
+    /// The holder's wall clock is set back two hours while an item rests after a refusal (the
+    /// receiver's quota): the rest runs on the monotonic clock, so the item still goes as soon
+    /// as there is room, not two hours later.
+    func testAWallClockSetBackDoesNotStretchARest() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b") { $0.quota = 10_000 }
+        try a.drop("one.bin", bytes: randomBytes(6_000), for: b.peer)
+        await b.waitForLog("item received")
+        try a.drop("two.bin", bytes: randomBytes(6_000), for: b.peer)
+        await a.waitForLog("quota: ")
+        a.jumpClock(by: -2 * 3600)
+        try FileManager.default.removeItem(atPath: b.inbox + "/one.bin")
+        await b.waitForLog("two.bin")
+        XCTAssertEqual(files(b.inbox), ["two.bin"])
+        // And forward: a day later by the wall clock, an item with a week to live still goes.
+        a.jumpClock(by: 86400)
+        try a.drop("three.bin", bytes: randomBytes(100), for: b.peer)
+        await b.waitForLog("three.bin")
+        await a.stop(); await b.stop()
+    }
+
     func testAnItemThatExpiredOnTheWayIsGivenUpWithTheReason() async throws {
         let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
         let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")

@@ -17,6 +17,8 @@ final class FieldNode: Sendable {
     let daemon: FieldDaemon
     let ledger: Ledger
     let lines = LogLines()
+    /// Seconds added to the wall clock the daemon reads.
+    let clockShift = ClockShift()
 
     var log: [String] { lines.all }
     var inbox: String { config.inbox }
@@ -55,16 +57,21 @@ final class FieldNode: Sendable {
         timing.scanInterval = .milliseconds(100)
         timing.refusalRest = .milliseconds(300)
         timing.inviteBackoff = .milliseconds(300)
-        let offset = Double(clockOffset.components.seconds)
+        let shift = self.clockShift
+        shift.seconds.withLock { $0 = Double(clockOffset.components.seconds) }
         daemon = try FieldDaemon(config: c, parts: .init(node: node, session: session, advertiser: advertiser, browser: browser, trust: trust),
                                  ledger: ledger, log: logger, timing: timing,
-                                 clock: { Timestamp(millisecondsSince1970: Int64((Date().timeIntervalSince1970 + offset) * 1000)) })
+                                 clock: { Timestamp(millisecondsSince1970: Int64((Date().timeIntervalSince1970 + shift.seconds.withLock { $0 }) * 1000)) })
         await daemon.start()
         try await advertiser.start()
         try await browser.start()
     }
 
     func stop() async { await daemon.stop() }
+
+    /// Sets the node's wall clock forward (positive) or back (negative) by `seconds`, as NTP
+    /// or an owner fixing the date does; monotonic time runs on.
+    func jumpClock(by seconds: Double) { clockShift.seconds.withLock { $0 += seconds } }
 
     /// Drops a file into the outbox for `peer` the documented way (a hidden name, then a rename).
     @discardableResult
@@ -105,4 +112,9 @@ func scratch(_ test: XCTestCase) -> String {
 
 func files(_ dir: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+}
+
+/// Seconds a test adds to a node's wall clock.
+final class ClockShift: Sendable {
+    let seconds = Mutex<Double>(0)
 }

@@ -1,0 +1,4 @@
+extension Duration {
+    /// The duration in seconds, with its fraction (for arithmetic on monotonic seconds).
+    package var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
