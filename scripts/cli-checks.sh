@@ -62,7 +62,8 @@ DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "bluetooth media without bluetoothd"
     "--media bluetooth: Bluetooth is not usable: bluetoothd is not running (nothing owns org.bluez on the system bus)" \
     browse --service demo --media bluetooth --timeout 1
 python3 "$root/scripts/lab/fake-bluez.py" "$bus" hci0=00:AA:01:00:00:00 hci1=00:AA:01:01:00:01,off >"$work/fake-bluez.out" 2>&1 &
-bus_pids+=($!)
+fake_two=$!
+bus_pids+=($fake_two)
 for _ in $(seq 100); do grep -qx ready "$work/fake-bluez.out" 2>/dev/null && break; sleep 0.05; done
 check "fake bluetoothd owns org.bluez" grep -qx ready "$work/fake-bluez.out"
 DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "unknown adapter" \
@@ -71,6 +72,28 @@ DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "unknown adapter" \
 DBUS_SYSTEM_BUS_ADDRESS=$bus expect_message "adapter powered off" \
     "--media bluetooth: Bluetooth is not usable: adapter hci1 is powered off" \
     browse --service demo --media bluetooth --adapter hci1 --timeout 1
+# A daemon (media auto) that starts while bluetoothd has no powered adapter runs on IP, looks
+# again, and restarts itself in place when one is there: here bluetoothd "restarts" with
+# hci0 powered. This host's kernel has no Bluetooth, so the restarted run ends at its RFCOMM
+# listener, naming the adapter it took up (the Bluetooth VM lab has the kernel for the rest).
+kill "$fake_two"; wait "$fake_two" 2>/dev/null
+python3 "$root/scripts/lab/fake-bluez.py" "$bus" hci0=00:AA:01:00:00:00,off >"$work/fake-bluez-off.out" 2>&1 &
+fake_off=$!
+for _ in $(seq 100); do grep -qx ready "$work/fake-bluez-off.out" 2>/dev/null && break; sleep 0.05; done
+printf 'service = "awtest"\nmedia = ["auto"]\ninbox = "%s"\noutbox = "%s"\nstate_dir = "%s"\nruntime_dir = "%s"\n' \
+    "$work/aw/inbox" "$work/aw/outbox" "$work/aw/state" "$work/aw/run" >"$work/aw.toml"
+DBUS_SYSTEM_BUS_ADDRESS=$bus PEERLINK_CONFIG_DIR="$work/aw/cfg" timeout 60 "$bin" daemon --config "$work/aw.toml" >"$work/aw.log" 2>&1 &
+aw=$!
+for _ in $(seq 100); do grep -q "no Bluetooth adapter yet" "$work/aw.log" 2>/dev/null && break; sleep 0.1; done
+check "a daemon started before its Bluetooth adapter runs on IP and keeps looking" grep -q "no Bluetooth adapter yet: looking again" "$work/aw.log"
+kill "$fake_off"; wait "$fake_off" 2>/dev/null
+python3 "$root/scripts/lab/fake-bluez.py" "$bus" hci0=00:AA:01:00:00:00 >"$work/fake-bluez-on.out" 2>&1 &
+bus_pids+=($!)
+for _ in $(seq 300); do grep -q "RFCOMM listener on 00:AA:01:00:00:00" "$work/aw.log" 2>/dev/null && break; sleep 0.1; done
+check "…and when the adapter is there, restarts in place and takes it up" sh -c "
+    grep -q 'a Bluetooth adapter is there now: restarting to use it adapter=hci0' '$work/aw.log' &&
+    grep -q 'RFCOMM listener on 00:AA:01:00:00:00' '$work/aw.log'"
+kill "$aw" 2>/dev/null; wait "$aw" 2>/dev/null
 expect_error "adapter without Bluetooth media" "--adapter needs --media bluetooth, all or auto" browse --service demo --media ip --adapter hci0
 expect_error "unknown medium to avoid" "--avoid 'radio' is not known; use ip or bluetooth" chat --service demo --peer x --media ip --avoid radio
 expect_error "unknown media" "is not known; use one of: auto, ip, bluetooth, wifi-direct, all" browse --service demo --media carrier-pigeon

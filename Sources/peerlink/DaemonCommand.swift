@@ -129,13 +129,27 @@ struct FieldNodeRunner {
         // The watchdog beats only while the daemon's actor answers: a daemon stuck in a call
         // stops beating and systemd restarts it.
         let watchdog = Task { await notify.keepWatchdog(healthy: { await daemon.heartbeat() }) }
-        installSignalHandlers {
-            notify.send("STOPPING=1")
-            log.info("stopping")
+        let stop: @Sendable () async -> Void = {
             watchdog.cancel()
             api.stop()
             metrics?.stop()
             await daemon.stop()
+        }
+        installSignalHandlers {
+            notify.send("STOPPING=1")
+            log.info("stopping")
+            await stop()
+        }
+        if plan.bluetoothAwaited {
+            log.notice("no Bluetooth adapter yet: looking again every 10 s, and restarting to use one when it is there")
+            _ = AdapterWatch.start { adapter in
+                log.notice("a Bluetooth adapter is there now: restarting to use it", metadata: ["adapter": "\(adapter.name)"])
+                notify.send("RELOADING=1\nSTATUS=restarting to use Bluetooth adapter \(adapter.name)")
+                await stop()
+                let why = restartInPlace()
+                log.error("could not restart to use Bluetooth: \(why); exiting so that the service manager starts it again")
+                exit(75)
+            }
         }
         while true { try? await Task.sleep(for: .seconds(3600)) }
     }

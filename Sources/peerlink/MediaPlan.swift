@@ -36,6 +36,9 @@ struct MediaPlan {
     var bluetooth: [BluetoothTransport] = [.rfcomm, .l2cap]
     /// What the user should know about the choice (Bluetooth skipped by `auto`, and why).
     let notes: [String]
+    /// `auto` wanted Bluetooth but found no powered adapter: one may come later (a Pi's UART
+    /// controller attached after boot, a dongle plugged in).
+    var bluetoothAwaited = false
     /// The Wi-Fi Direct plug-in, when the plan includes it.
     var wifiDirect: WiFiDirectUpgrader? = nil
 
@@ -142,6 +145,7 @@ struct MediaPlan {
                     throw RuntimeFailure("--media \(named): Bluetooth is not usable: \(error) (run `peerlink doctor`)")
                 }
                 plan = MediaPlan(ip: true, adapter: nil, notes: ["Bluetooth not used: \(error)"])
+                plan.bluetoothAwaited = true
             }
         }
         plan.bluetooth = links
