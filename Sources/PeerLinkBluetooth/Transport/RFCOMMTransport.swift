@@ -104,8 +104,10 @@ public struct RFCOMMTransport: Transport {
     /// `dial`, tried again for up to `busyWait` seconds within `timeout` while the previous
     /// connection to the same device is still being wound down: the local kernel still holds
     /// the remote channel (EBUSY), or, when this process has or had within `busyWait` a link
-    /// to that device, the remote refused the channel (ECONNREFUSED: its side of the old
-    /// RFCOMM session is still closing). A refusal from a device not recently met is final.
+    /// to that device, the remote refused the channel or reset it before it opened
+    /// (ECONNREFUSED, ECONNRESET: its side of the old channel is still closing — seen in the
+    /// lab when both ends closed the previous channel at once). Nothing was exchanged on a
+    /// dial that failed, so a redial is safe. From a device not recently met, both are final.
     static func dialWhenFree(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?,
                              timeout: Double) throws -> FDConnection {
         let deadline = ProcessInfo.processInfo.systemUptime + min(timeout, busyWait)
@@ -115,7 +117,7 @@ public struct RFCOMMTransport: Transport {
         while true {
             do {
                 return try dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
-            } catch let TransportError.system(_, e) where (e == EBUSY || (e == ECONNREFUSED && reconnecting))
+            } catch let TransportError.system(_, e) where (e == EBUSY || ((e == ECONNREFUSED || e == ECONNRESET) && reconnecting))
                 && ProcessInfo.processInfo.systemUptime + pause < deadline {
                 usleep(UInt32(pause * 1e6))
                 pause = min(pause * 2, 0.8)
