@@ -139,6 +139,7 @@ run_step e2e-twopath 240 "" "$here/e2e-twopath.sh" "$BIN/peerlink"
 
 step "field daemons in network namespaces: store and forward, kill -9 of either side, expiry, SIGTERM"
 run_step e2e-daemon 420 "" "$here/e2e-daemon.sh" "$BIN/peerlink"
+run_step e2e-daemon-weeks 240 "" "$here/e2e-daemon-weeks.sh" "$BIN/peerlink"
 
 step "transport-selection harness: the scenario library on the in-memory medium, in virtual time"
 mkdir -p "$root/results/harness"
