@@ -42,8 +42,8 @@ trap e2e_cleanup EXIT
 echo "seed $seed (repeat with --seed $seed)"
 RANDOM=$seed
 
-peerid() { "$lab" exec "$1" env PEERLINK_CONFIG_DIR="$work/cfg-$1" "$bin" id --json | sed -n 's/.*"peer":"\([A-Za-z2-7]*\)".*/\1/p'; }
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+# shellcheck source=lab/daemon-lib.sh
+. "$here/lab/daemon-lib.sh"
 
 # metric_positive HOST NAME — true when HOST's GET /metrics (scraped inside HOST's namespace)
 # answers in the text format with a sample of NAME above 0
@@ -64,41 +64,6 @@ for attempt in range(10):  # the counter moves just after the log line the calle
 print(f"no {name} above 0 in:\n{body}", file=sys.stderr)
 sys.exit(1)
 PY
-}
-
-# [accept=RULE] config HOST [extra TOML lines] — writes $work/HOST.toml
-config() {
-    local host=$1; shift
-    { printf 'service = "fieldtest"\nname = "%s"\nmedia = "ip"\naccept = "%s"\nstate_dir = "%s"\nkeep_free = 0\nlog_level = "debug"\nruntime_dir = "%s"\n' \
-        "$host" "${accept:-all}" "$work/state-$host" "$work/run-$host"; printf '%s\n' "$@"; } >"$work/$host.toml"
-}
-
-# start HOST — runs the daemon on HOST in the background (log appended to $work/HOST.log)
-declare -A daemon_pid
-start() {
-    local host=$1
-    "$lab" exec "$host" env PEERLINK_CONFIG_DIR="$work/cfg-$host" "$bin" daemon --config "$work/$host.toml" >>"$work/$host.log" 2>&1 &
-    daemon_pid[$host]=$!
-    pids+=($!)
-}
-
-# pid_of HOST — the daemon's own process (the lab's exec wrapper execs it in the namespace)
-pid_of() { pgrep -f "^$bin daemon --config $work/$1.toml" | head -1; }
-
-kill9() {
-    local host=$1 p
-    p=$(pid_of "$host")
-    [ -n "$p" ] && kill -9 "$p"
-    wait "${daemon_pid[$host]}" 2>/dev/null
-}
-
-# drop HOST PEER FILE SIZE_MIB — writes a random file under a temporary name, then renames it
-drop() {
-    local host=$1 peer=$2 name=$3 size=$4 dir="$work/state-$1/outbox/$2"
-    mkdir -p "$dir"
-    head -c "$((size * 1048576))" /dev/urandom >"$dir/.$name.tmp"
-    cp "$dir/.$name.tmp" "$work/original-$name"
-    mv "$dir/.$name.tmp" "$dir/$name"
 }
 
 t0=$(date +%s)

@@ -122,11 +122,24 @@ extension FieldDaemon {
     }
 
     /// The peer asked for the item: send it as a resource named by its ID (resumed from what
-    /// the peer holds). The item settles only on the peer's receipt.
+    /// the peer holds), or a message's record again. The item settles only on the peer's
+    /// receipt. A peer asks unprompted for an item it refused for want of space once it fits:
+    /// the item rests no longer.
     func peerWants(_ raw: [UInt8], peer: PeerID) async {
         guard let id = ItemID(bytes: raw), transfers[id] == nil,
-              let item = try? await db({ try $0.item(id) }), item.peer == peer, item.state.isPending,
-              case let .file(path) = item.payload else { return }
+              let item = try? await db({ try $0.item(id) }), item.peer == peer, item.state.isPending else { return }
+        resting[id] = nil
+        let path: String
+        switch item.payload {
+        case let .message(bytes):
+            announced[peer, default: []].insert(id)
+            announcedAt[id] = clock()
+            await send(.message(id: id.bytes, expiresAt: UInt64(max(0, item.expires.millisecondsSince1970)), bytes: bytes), to: peer)
+            return
+        case let .file(p):
+            path = p
+        }
+        guard transfers[id] == nil else { return }
         let session = self.session, log = self.log
         transfers[id] = Task {
             do {

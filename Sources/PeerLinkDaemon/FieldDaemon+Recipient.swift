@@ -52,6 +52,57 @@ extension FieldDaemon {
         return true
     }
 
+    /// Whether an item's bytes fit on the inbox's disk now, keeping `keep_free` free (the check
+    /// the transfer's offer meets, made before asking for it). When they do not, the holder is
+    /// told (REFUSE, no space: it keeps the item and tries again later) and the item waits
+    /// here to be asked for as soon as it fits (`askForItemsThatFitNow`).
+    func fits(_ record: StoreForwardRecord, id: ItemID, size: UInt64, sha256: [UInt8], into directory: String,
+              from peer: PeerID) async -> Bool {
+        guard let refusal = Session.spaceRefusal(forReceiving: size, sha256: sha256, into: directory, keepingFree: config.keepFree) else {
+            waitingForSpace[peer]?[id] = nil
+            return true
+        }
+        let why = Self.noSpaceText(refusal, keepFree: config.keepFree)
+        if waitingForSpace[peer, default: [:]].updateValue(record, forKey: id) == nil {
+            log.notice("item refused for now: it does not fit in the inbox; asking for it once it does",
+                       metadata: ["item": "\(id)", "peer": "\(peer)", "size": "\(size)", "why": "\(why)"])
+        }
+        await send(.refuse(id: id.bytes, reason: .noSpace, text: why), to: peer)
+        return false
+    }
+
+    /// Why an item does not fit, in the configuration's words (`keep_free`).
+    static func noSpaceText(_ refusal: ResourceError, keepFree: UInt64) -> String {
+        guard case let .noSpace(needed, available, _) = refusal else { return "\(refusal)" }
+        return "no space in the inbox: \(ConfigValues.bytesText(needed)) needed, \(ConfigValues.bytesText(available)) free "
+            + "beyond keep_free (\(ConfigValues.bytesText(keepFree)))"
+    }
+
+    /// Asks the holders for the items refused for want of space that fit now, each counted
+    /// against the space of those asked for before it.
+    func askForItemsThatFitNow() async {
+        for (peer, items) in waitingForSpace where linked.contains(peer) {
+            var promised: UInt64 = 0
+            for (id, record) in items.sorted(by: { $0.key.description < $1.key.description }) {
+                let size: UInt64, digest: [UInt8], directory: String
+                switch record {
+                case let .item(_, s, d, _, _): (size, digest, directory) = (s, d, stagingFolder(of: peer))
+                case let .message(_, _, bytes): (size, digest, directory) = (UInt64(bytes.count), Array(SHA256.hash(data: bytes)), config.inbox)
+                default: continue
+                }
+                let keep = config.keepFree.addingReportingOverflow(promised)
+                guard !keep.overflow,
+                      Session.spaceRefusal(forReceiving: size, sha256: digest, into: directory, keepingFree: keep.partialValue) == nil else { continue }
+                promised += size
+                waitingForSpace[peer]?[id] = nil
+                if case .item = record { wanted[peer, default: [:]][id] = record }
+                log.info("the item fits in the inbox now; asking for it", metadata: ["item": "\(id)", "peer": "\(peer)", "size": "\(size)"])
+                await send(.want(id: id.bytes), to: peer)
+            }
+            if waitingForSpace[peer]?.isEmpty == true { waitingForSpace[peer] = nil }
+        }
+    }
+
     func itemAnnounced(_ record: StoreForwardRecord, by peer: PeerID) async {
         guard case let .item(raw, size, digest, expiresAt, _) = record, let id = ItemID(bytes: raw),
               digest.count == StoreForwardRecord.digestSize else { return }
@@ -66,6 +117,7 @@ extension FieldDaemon {
             await land(id, record, from: peer)
             return
         }
+        guard await fits(record, id: id, size: size, sha256: digest, into: stagingFolder(of: peer), from: peer) else { return }
         wanted[peer, default: [:]][id] = record
         await send(.want(id: raw), to: peer)
     }
@@ -137,6 +189,8 @@ extension FieldDaemon {
         guard case let .message(raw, expiresAt, bytes) = record, let id = ItemID(bytes: raw) else { return }
         let key = ItemID.received(id, from: peer)
         guard await admits(raw, key: key, size: UInt64(bytes.count), expiresAt: expiresAt, from: peer) else { return }
+        let digest = Array(SHA256.hash(data: bytes))
+        guard await fits(record, id: id, size: UInt64(bytes.count), sha256: digest, into: config.inbox, from: peer) else { return }
         let part = ledger.partialFile(for: key)
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: part))
@@ -144,7 +198,6 @@ extension FieldDaemon {
             log.error("could not write a message to the inbox", metadata: ["item": "\(id)", "error": "\(error)"])
             return
         }
-        let digest = Array(SHA256.hash(data: bytes))
         await land(id, raw: raw, name: "message-\(id.description.prefix(8)).txt", size: UInt64(bytes.count), digest: digest,
                    expiresAt: expiresAt, from: peer, message: true)
     }

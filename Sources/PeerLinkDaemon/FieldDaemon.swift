@@ -75,6 +75,9 @@ public actor FieldDaemon {
     var inviting: Set<PeerID> = []
     /// Items a peer refused for now, not announced again before the monotonic time given (`uptime`).
     var resting: [ItemID: Double] = [:]
+    /// Items this node refused because they did not fit on its inbox's disk, by holder: asked
+    /// for (WANT) as soon as they fit, without waiting for the holder to announce them again.
+    var waitingForSpace: [PeerID: [ItemID: StoreForwardRecord]] = [:]
     /// Outbox folders already reported as unusable.
     var reportedFolders: Set<String> = []
     /// What the daemon did, for the API's event stream (`GET /v1/events`).
@@ -231,6 +234,7 @@ public actor FieldDaemon {
                 opening.removeValue(forKey: peer)?.cancel()
                 announced[peer] = nil
                 wanted[peer] = nil
+                waitingForSpace[peer] = nil
             }
         case let .resourceOffered(offer):
             await offered(offer)
@@ -329,6 +333,7 @@ public actor FieldDaemon {
         admitNewlyTrusted()
         await scanOutbox()
         await expireItems()
+        await askForItemsThatFitNow()
         for peer in found.keys { inviteIfWorkWaits(peer) }
         for peer in linked { await announce(to: peer) }
     }

@@ -180,6 +180,36 @@ final class FieldDaemonTests: XCTestCase {
         await a.stop(); await b.stop()
     }
 
+    /// An item that does not fit on the receiver's disk (keeping `keep_free` free) waits at its
+    /// holder, both saying why; once space is freed the receiver asks for it at once (the
+    /// holder's rest after the refusal is long here) and it arrives, once. A real tmpfs.
+    func testAnItemThatDoesNotFitWaitsAndIsAskedForOnceSpaceIsFreed() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let disk = try SmallDisk(in: dir, megabytes: 8)
+        defer { disk.unmount() }
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a", timing: { $0.refusalRest = .seconds(600) })
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b",
+                                    configure: { $0.inbox = disk.path + "/inbox"; $0.keepFree = 1 << 20 })
+        let filler = disk.path + "/filler"
+        try Data(count: Int(disk.free) - (5 << 19)).write(to: URL(fileURLWithPath: filler))  // 2.5 MiB left
+        let bytes = randomBytes(3 << 20)
+        try a.drop("big.bin", bytes: bytes, for: b.peer)
+        await b.waitForLog("item refused for now: it does not fit in the inbox")
+        await a.waitForLog("peer refused an item for now; trying again later")
+        XCTAssertTrue(a.log.contains { $0.contains("why=no space in the inbox: 3M needed") && $0.contains("beyond keep_free (1M)") },
+                      a.log.suffix(5).joined(separator: "\n"))
+        XCTAssertEqual(try a.ledger.nextItems(for: b.peer, limit: 10, now: Timestamp(millisecondsSince1970: Int64(Date().timeIntervalSince1970 * 1000))).count, 1,
+                       "the holder keeps it queued")
+        XCTAssertEqual(files(b.inbox), [])
+        try FileManager.default.removeItem(atPath: filler)
+        await b.waitForLog("the item fits in the inbox now; asking for it", seconds: 5)
+        await b.waitForLog("item received", seconds: 10)
+        await a.waitForLog("delivered", seconds: 10)
+        XCTAssertEqual(files(b.inbox), ["big.bin"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: b.inbox + "/big.bin")), Data(bytes))
+        await a.stop(); await b.stop()
+    }
+
     func testAnItemThatExpiredOnTheWayIsGivenUpWithTheReason() async throws {
         let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
         let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")

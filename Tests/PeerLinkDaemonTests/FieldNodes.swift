@@ -24,9 +24,11 @@ final class FieldNode: Sendable {
     var inbox: String { config.inbox }
     func outbox(for peer: PeerID) -> String { config.outbox + "/" + peer.description }
 
-    /// Starts a node; `configure` adjusts its configuration, `clockOffset` moves its clock.
+    /// Starts a node; `configure` adjusts its configuration, `adjustTiming` its timing (short
+    /// for tests), `clockOffset` moves its clock.
     init(_ name: String, net: MemoryNetwork, discovery: MemoryDiscovery, root: String,
-         clockOffset: Duration = .zero, configure: (inout DaemonConfig) -> Void = { _ in }) async throws {
+         clockOffset: Duration = .zero, configure: (inout DaemonConfig) -> Void = { _ in },
+         timing adjustTiming: (inout FieldDaemon.Timing) -> Void = { _ in }) async throws {
         self.name = name
         self.root = root
         let identity = try IdentityStore(directory: root + "/cfg").loadOrCreate().identity
@@ -57,6 +59,7 @@ final class FieldNode: Sendable {
         timing.scanInterval = .milliseconds(100)
         timing.refusalRest = .milliseconds(300)
         timing.inviteBackoff = .milliseconds(300)
+        adjustTiming(&timing)
         let shift = self.clockShift
         shift.seconds.withLock { $0 = Double(clockOffset.components.seconds) }
         daemon = try FieldDaemon(config: c, parts: .init(node: node, session: session, advertiser: advertiser, browser: browser, trust: trust),
@@ -117,4 +120,24 @@ func files(_ dir: String) -> [String] {
 /// Seconds a test adds to a node's wall clock.
 final class ClockShift: Sendable {
     let seconds = Mutex<Double>(0)
+}
+
+/// A small tmpfs for a node's inbox (a small SD card; needs root, which CI has).
+final class SmallDisk {
+    let path: String
+    init(in dir: String, megabytes: Int) throws {
+        path = dir + "/small-disk"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard path.withCString({ mount("tmpfs", $0, "tmpfs", 0, "size=\(megabytes)m") }) == 0 else {
+            let why = String(cString: strerror(errno))
+            if ProcessInfo.processInfo.environment["CI"] == "true" { throw PeerLinkError.file("cannot mount a tmpfs: \(why)") }
+            throw XCTSkip("cannot mount a \(megabytes) MiB tmpfs here (\(why)); run as root")
+        }
+    }
+    /// Bytes free on it.
+    var free: UInt64 {
+        var s = statvfs()
+        return statvfs(path, &s) == 0 ? UInt64(s.f_bavail) * UInt64(s.f_frsize) : 0
+    }
+    func unmount() { _ = path.withCString { umount2($0, Int32(MNT_DETACH)) } }
 }

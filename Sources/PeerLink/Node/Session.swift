@@ -136,6 +136,23 @@ public final class Session: Sendable {
         try await c.acceptResource(offer, directory: directory, keepFree: keepingFree)
     }
 
+    /// The space check `accept(_:into:keepingFree:)` makes, for `size` bytes with this SHA-256
+    /// that would be received into `directory` now: nil when they fit, else the refusal the
+    /// sender would be told. Bytes a partial file of the same content already holds there
+    /// count as written; bytes transfers accepted earlier will still write count as used. For
+    /// a receiver that answers before any offer comes (a daemon told of an item first).
+    public static func spaceRefusal(forReceiving size: UInt64, sha256: [UInt8], into directory: String,
+                                    keepingFree: UInt64) -> ResourceError? {
+        let part = ResourceHandler.partialPath(in: directory, sha256: sha256)
+        var st = stat()
+        let held = stat(part, &st) == 0 && UInt64(st.st_size) <= size ? UInt64(st.st_size) : 0
+        // The folder may not exist yet: its nearest existing parent is on the same file system.
+        var at = (part as NSString).deletingLastPathComponent
+        while !FileManager.default.fileExists(atPath: at), at != "/", !at.isEmpty { at = (at as NSString).deletingLastPathComponent }
+        if case let .refuse(reason) = ResourceHandler.admission(size: size, held: held, at: at, keepFree: keepingFree) { return reason }
+        return nil
+    }
+
     /// Stops receiving a resource, before or during the transfer. The partial file is kept,
     /// so the sender can resume later; the sender's `sendResource` fails.
     public func cancel(_ offer: ResourceOffer) async {

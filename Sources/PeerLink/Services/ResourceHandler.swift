@@ -185,24 +185,37 @@ final class ResourceHandler: PeerProtocolHandler {
         }
     }
 
+    /// Where the bytes of a resource with this SHA-256 wait in `directory` until they verify
+    /// (named by the content, so a later offer of the same bytes resumes from them).
+    static func partialPath(in directory: String, sha256: [UInt8]) -> String {
+        ((directory as NSString).appendingPathComponent(".peerlink-partial") as NSString)
+            .appendingPathComponent(FileDigest.hex(sha256) + ".part")
+    }
+
+    /// The space check of an offer of `size` bytes of which `held` are already on disk, for
+    /// the file system holding `directory`: space other accepted transfers will still write
+    /// to it is not free.
+    static func admission(size: UInt64, held: UInt64, at directory: String, keepFree: UInt64) -> ResourceAdmission {
+        let device = DiskSpace.device(of: directory)
+        return ResourceAdmission.decide(size: size, held: held, free: DiskSpace.available(at: directory), keepFree: keepFree,
+                                        promised: device.map { DiskSpace.pending.promised(on: $0) } ?? 0)
+    }
+
     /// Accepts an offer into `directory`, refusing it (and telling the sender why) when the
     /// bytes still to come do not fit in the free space less `keepFree`.
     func accept(_ offer: ResourceOffer, directory: String, keepFree: UInt64, in channel: isolated PeerChannel) throws {
         guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
         let fm = FileManager.default
-        let partDir = (directory as NSString).appendingPathComponent(".peerlink-partial")
+        let partPath = Self.partialPath(in: directory, sha256: offer.sha256)
+        let partDir = (partPath as NSString).deletingLastPathComponent
         do {
             try fm.createDirectory(atPath: partDir, withIntermediateDirectories: true)
         } catch {
             throw PeerLinkError.file("cannot create \(partDir): \(error.localizedDescription)")
         }
-        let partPath = (partDir as NSString).appendingPathComponent(FileDigest.hex(offer.sha256) + ".part")
         let writer = try IncomingFileWriter(partPath: partPath, size: offer.size)
-        // Space other accepted transfers will still write to the same disk is not free.
         let device = DiskSpace.device(of: partDir)
-        let admission = ResourceAdmission.decide(size: offer.size, held: writer.resumedFrom,
-                                                 free: DiskSpace.available(at: partDir), keepFree: keepFree,
-                                                 promised: device.map { DiskSpace.pending.promised(on: $0) } ?? 0)
+        let admission = Self.admission(size: offer.size, held: writer.resumedFrom, at: partDir, keepFree: keepFree)
         let needed: UInt64
         switch admission {
         case let .accept(n):

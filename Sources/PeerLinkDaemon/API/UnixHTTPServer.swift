@@ -83,7 +83,10 @@ public final class UnixHTTPServer: Sendable {
                               busy: { [options] in HTTPResponse.error(503, "busy", "too many connections to the daemon's API (\(options.maxConnections)); try again") },
                               serve: { [self] client in
                                   serve(client)
+                                  // Counted out before the close the client waits for, so a
+                                  // client that connects again at once is not turned away as busy.
                                   state.withLock { $0.open -= 1 }
+                                  close(client)
                               })
     }
 
@@ -101,8 +104,8 @@ public final class UnixHTTPServer: Sendable {
 
     // MARK: one connection
 
+    /// Answers one connection; the caller closes it.
     private func serve(_ client: Int32) {
-        defer { close(client) }
         UnixSocket.setTimeouts(client, receive: options.requestTimeout, send: options.sendTimeout)
         let request: HTTPRequest
         switch read(client) {

@@ -83,7 +83,10 @@ public final class MetricsHTTPServer: Sendable {
                               busy: { Self.text(503, "busy: too many scrapes at once\n") },
                               serve: { [self] client in
                                   serve(client)
+                                  // Counted out before the close the client waits for, so a
+                                  // client that connects again at once is not turned away as busy.
                                   state.withLock { $0.open -= 1 }
+                                  close(client)
                               })
     }
 
@@ -95,8 +98,8 @@ public final class MetricsHTTPServer: Sendable {
         close(fd)
     }
 
+    /// Answers one connection; the caller closes it.
     private func serve(_ client: Int32) {
-        defer { close(client) }
         UnixSocket.setTimeouts(client, receive: options.requestTimeout, send: options.sendTimeout)
         switch HTTPConnection.readRequest(client, limits: options.limits, timeout: options.requestTimeout, sendTimeout: options.sendTimeout) {
         case let .failure(e):
