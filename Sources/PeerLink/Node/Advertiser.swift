@@ -3,8 +3,11 @@ import Synchronization
 
 /// Makes a node discoverable for a service and hands its invitations to the application.
 public final class Advertiser: Sendable {
+    /// The node published and handed the invitations.
     public let node: Node
+    /// The service the node is published under.
     public let service: ServiceType
+    /// The discovery info published with the node, and told to peers in the hello.
     public let info: DiscoveryInfo
     /// The backends it publishes on (e.g. Avahi and BlueZ).
     public let discoveries: [Discovery]
@@ -19,6 +22,7 @@ public final class Advertiser: Sendable {
     private let noticeSink: AsyncStream<String>.Continuation
     private let handles: [HandleBox]
 
+    /// Makes an advertiser that publishes on one backend; nothing happens until `start()`.
     public convenience init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discovery: Discovery) {
         self.init(node: node, service: service, info: info, discoveries: [discovery])
     }
@@ -85,8 +89,11 @@ public final class Advertiser: Sendable {
 /// Avahi and BlueZ), records carrying the same peer ID are merged into one peer whose
 /// endpoints span every medium; a peer is lost only when every backend lost it.
 public final class Browser: Sendable {
+    /// The node that dials the peers found and sends the invitations.
     public let node: Node
+    /// The service browsed for.
     public let service: ServiceType
+    /// The backends browsed (e.g. Avahi and BlueZ), in the order given.
     public let discoveries: [Discovery]
     /// The first discovery backend.
     public var discovery: Discovery { discoveries[0] }
@@ -97,6 +104,7 @@ public final class Browser: Sendable {
     private let observers = ObserverList()
     private let records = RecordsBox()
 
+    /// Makes a browser on one backend; nothing happens until `start()`.
     public convenience init(node: Node, service: ServiceType, discovery: Discovery) {
         self.init(node: node, service: service, discoveries: [discovery])
     }

@@ -4,11 +4,15 @@ import Foundation
 /// This device on the network: its identity, its listening transports and the routing of
 /// incoming links to invitations and sessions.
 public actor Node {
+    /// The node's key pair.
     public nonisolated let identity: Identity
+    /// The node's peer ID: its identity's public key.
     public nonisolated let peerID: PeerID
+    /// The name shown to other peers; metadata only.
     public nonisolated let displayName: String
     /// Random per process: links from the same two incarnations may join one channel.
     nonisolated let token: [UInt8]
+    /// The media the node listens and dials on.
     public nonisolated let transports: [Transport]
     /// Media set up on demand inside a session (Wi-Fi Direct): see `LinkUpgrader`.
     public nonisolated let upgraders: [LinkUpgrader]
