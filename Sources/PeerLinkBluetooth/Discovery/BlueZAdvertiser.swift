@@ -24,7 +24,9 @@ import PeerLinkWire
 /// adapter disappearing or being powered off and on, and bluetoothd calling `Release` are
 /// reported as notices, and the advertisement is registered again once possible.
 public final class BlueZAdvertiser: @unchecked Sendable {
+    /// The service advertised.
     public let service: ServiceType
+    /// What the LE advertisement carries: the peer-ID prefix, RFCOMM channel and L2CAP PSM.
     public let advert: BluetoothAdvert
     /// The adapter name (`hci1`), or nil for the first powered one.
     public let adapter: String?

@@ -28,6 +28,7 @@ public final class BluetoothReachability: @unchecked Sendable {
         case madeConnectable
         /// BR/EDR is off on this controller: only LE can reach it.
         case noBREDR
+        /// The controller is powered off; nothing was changed.
         case poweredOff
     }
 
@@ -45,6 +46,7 @@ public final class BluetoothReachability: @unchecked Sendable {
 
     deinit { release() }
 
+    /// The adapter's kernel name (`hci1`), the last part of `adapterPath`.
     public var adapterName: String { adapterPath.split(separator: "/").last.map(String.init) ?? adapterPath }
 
     /// The controller's settings now (the kernel's view, through mgmt).
