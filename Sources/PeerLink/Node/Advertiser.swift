@@ -27,7 +27,12 @@ public final class Advertiser: Sendable {
         self.init(node: node, service: service, info: info, discoveries: [discovery])
     }
 
-    /// - Parameter discoveries: at least one backend; the node is published on each.
+    /// Makes an advertiser; nothing happens until `start()`.
+    /// - Parameters:
+    ///   - node: the node to publish; its invitations go to `invitations`.
+    ///   - service: the service to publish it under.
+    ///   - info: discovery info published with it and told to peers in the hello.
+    ///   - discoveries: at least one backend; the node is published on each.
     public init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discoveries: [Discovery]) {
         precondition(!discoveries.isEmpty, "an advertiser needs at least one discovery backend")
         self.node = node
@@ -109,7 +114,11 @@ public final class Browser: Sendable {
         self.init(node: node, service: service, discoveries: [discovery])
     }
 
-    /// - Parameter discoveries: at least one backend; their records are merged by peer ID.
+    /// Makes a browser; nothing happens until `start()`.
+    /// - Parameters:
+    ///   - node: the node that dials the peers found; it is never reported itself.
+    ///   - service: the service to browse for.
+    ///   - discoveries: at least one backend; their records are merged by peer ID.
     public init(node: Node, service: ServiceType, discoveries: [Discovery]) {
         precondition(!discoveries.isEmpty, "a browser needs at least one discovery backend")
         self.node = node

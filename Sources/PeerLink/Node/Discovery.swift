@@ -14,8 +14,7 @@ public enum DiscoveryEvent: Sendable, Equatable {
 
 /// A running publication or browse; stop it when done.
 public protocol DiscoveryHandle: Sendable {
-    /// Ends the publication or browse. Stopping twice does nothing; it may block on the backend's
-    /// daemon for seconds.
+    /// Ends the publication or browse; it may block on the backend's daemon for seconds.
     func stop()
 }
 

@@ -45,10 +45,17 @@ public actor Node {
     /// What became of the latest incoming connections.
     nonisolated let incomingOutcomes = IncomingOutcomes()
 
+    /// Makes a node; it listens once `start(port:)` is called. Throws when
+    /// `displayName` is not valid.
     /// - Parameters:
+    ///   - identity: the node's key pair; its public key is the peer ID.
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
     ///   - transports: the media to listen and dial on; TCP by default.
     ///   - upgraders: media that sessions negotiate when bulk traffic starts on slow links.
+    ///   - maxPendingInvitations: most invitations awaiting an answer at once; more are declined.
+    ///   - handshakeTimeout: seconds an incoming connection may take to finish the handshake and
+    ///     its invitation.
+    ///   - datagrams: whether to offer UDP for unreliable messages on IP links.
     public init(identity: Identity, displayName: String, transports: [Transport] = [TCPTransport()],
                 upgraders: [LinkUpgrader] = [],
                 maxPendingInvitations: Int = 16, handshakeTimeout: Double = 10, datagrams: Bool = true) throws {

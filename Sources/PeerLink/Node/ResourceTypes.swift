@@ -4,7 +4,7 @@ import Foundation
 public struct ResourceOffer: Sendable, Hashable {
     /// The peer that offers the file.
     public let peer: PeerID
-    /// The stream number the sender gave the transfer; unique among the peer's open transfers.
+    /// The number of the stream the sender carries the file on.
     public let stream: UInt32
     /// The name as the sender gave it (already reduced to a safe file name).
     public let name: String

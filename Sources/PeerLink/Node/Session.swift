@@ -315,7 +315,7 @@ public struct LinkSnapshot: Sendable, Codable {
     public var datagram: String?
     /// What crossed that UDP path so far (nil without one).
     public var datagrams: DatagramCounts?
-    /// The latest measured round trip in milliseconds; nil before the first keepalive answer.
+    /// The latest measured round trip in milliseconds; nil until one was measured.
     public var rttMillis: UInt64?
     /// Fraction of recent keepalive probes not answered in time.
     public var loss: Double

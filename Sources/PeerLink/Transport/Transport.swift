@@ -3,8 +3,8 @@
 public struct TransportEndpoint: Hashable, Sendable, CustomStringConvertible, Codable {
     /// The medium the endpoint is on.
     public var medium: Medium
-    /// An IP address or host name, a Bluetooth device address, or an in-memory name, as the
-    /// medium's `EndpointSyntax` says.
+    /// A numeric IP address (`fe80::…%zone` for a link-local one), a Bluetooth device address,
+    /// or an in-memory name, as the medium's `EndpointSyntax` says.
     public var host: String
     /// The TCP/UDP port, RFCOMM channel or L2CAP PSM.
     public var port: UInt16
@@ -94,7 +94,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     case timedOut(operation: String, seconds: Double)
     /// An address that cannot be parsed or used on this medium.
     case badAddress(String)
-    /// The connection or listener was already closed.
+    /// The connection or listener is closed.
     case closed
     /// This medium or machine cannot do what was asked; the text says what.
     case unsupported(String)
