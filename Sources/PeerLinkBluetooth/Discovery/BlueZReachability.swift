@@ -38,7 +38,10 @@ public final class BluetoothReachability: @unchecked Sendable {
     private let lock = NSLock()
     private var changed = false
 
-    /// - Parameter adapterPath: `/org/bluez/hciN` (or just `hciN`).
+    /// Changes nothing until `ensure()`.
+    /// - Parameters:
+    ///   - adapterPath: `/org/bluez/hciN` (or just `hciN`).
+    ///   - busAddress: the D-Bus address bluetoothd is on; nil for the system bus.
     public init(adapterPath: String, busAddress: String? = nil) {
         self.adapterPath = adapterPath.hasPrefix("/") ? adapterPath : "/org/bluez/\(adapterPath)"
         self.busAddress = busAddress
