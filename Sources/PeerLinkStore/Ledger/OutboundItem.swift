@@ -5,6 +5,7 @@ import PeerLinkWire
 public struct OutboundItem: Sendable, Equatable {
     /// What an item carries, as stored in the ledger's `kind` column: `file` or `message`.
     public enum Kind: String, Sendable, Codable {
+        /// `file`: a file sent from disk; `message`: bytes held in the ledger.
         case file, message
     }
 
