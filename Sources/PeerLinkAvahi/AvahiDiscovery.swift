@@ -8,6 +8,7 @@ public struct AvahiDiscovery: Discovery {
     /// D-Bus system bus address; nil for the default (or `DBUS_SYSTEM_BUS_ADDRESS`).
     public var busAddress: String?
 
+    /// Uses avahi-daemon on the D-Bus at `busAddress`, or on the system bus when nil.
     public init(busAddress: String? = nil) { self.busAddress = busAddress }
 
     /// The instance name: the display name plus the start of the peer ID, so two nodes with

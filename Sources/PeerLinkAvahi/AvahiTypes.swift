@@ -8,10 +8,12 @@ public struct ServiceEndpoint: Sendable, Hashable {
     /// Numeric IPv4 or IPv6 address. IPv6 link-local addresses come unscoped (`fe80::…`);
     /// use `interfaceIndex` as the scope.
     public var host: String
+    /// The service's TCP port, from its SRV record.
     public var port: UInt16
     /// Kernel interface index the service was found on.
     public var interfaceIndex: Int32
 
+    /// Makes an endpoint; `host` is a numeric address, unscoped for IPv6 link-local.
     public init(host: String, port: UInt16, interfaceIndex: Int32) {
         self.host = host
         self.port = port
@@ -29,6 +31,7 @@ public struct ResolvedService: Sendable, Hashable {
     /// Union of the endpoints of every interface/protocol instance, sorted (IPv4 first).
     public var endpoints: [ServiceEndpoint]
 
+    /// Makes a resolved service from its instance name, TXT entries and endpoints.
     public init(name: String, txt: [String: String], endpoints: [ServiceEndpoint]) {
         self.name = name
         self.txt = txt

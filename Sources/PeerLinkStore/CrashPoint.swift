@@ -14,20 +14,36 @@ import Glibc
 public enum CrashPoint {
     /// The outbound side: the sender's ledger.
     public static let enqueueAfterInsert = "outbox.enqueue.afterInsert"
+    /// After `recordProgress` committed the acknowledged byte count.
     public static let progressAfterCommit = "outbox.progress.afterCommit"
+    /// After an item was marked delivered, before its payload moved aside.
     public static let deliverAfterMark = "outbox.deliver.afterMark"
+    /// After `expire(now:)` marked the due items expired (one transaction), before their payloads
+    /// moved aside. Not hit when no item was due.
     public static let expireAfterMark = "outbox.expire.afterMark"
+    /// While moving a final item's payload aside: after its JSON note (receipt or reason) was
+    /// written, before the payload moved.
     public static let settleAfterNote = "outbox.settle.afterNote"
+    /// While moving a final item's file payload aside: after the file moved (or was found gone),
+    /// before the ledger recorded the item settled.
     public static let settleAfterMove = "outbox.settle.afterMove"
+    /// After the ledger recorded an item settled.
     public static let settleAfterCommit = "outbox.settle.afterCommit"
     /// The inbound side: the receiver's ledger and its inbox.
     public static let receiptAfterInsert = "inbox.receipt.afterInsert"
+    /// While landing a file: after the partial file was linked under its final name and the inbox
+    /// fsynced.
     public static let landAfterLink = "inbox.land.afterLink"
+    /// While landing a file: after the partial file's name was removed, before the record was
+    /// marked landed.
     public static let landAfterUnlink = "inbox.land.afterUnlink"
+    /// After a landing's record was marked landed.
     public static let landAfterCommit = "inbox.land.afterCommit"
+    /// After `purgeRecords(now:)` committed its deletions (hit even when it deleted none).
     public static let purgeAfterCommit = "inbox.purge.afterCommit"
     /// Atomic replacement of a small file (receipts, notes, manifests).
     public static let atomicAfterTempSync = "file.atomic.afterTempSync"
+    /// After a replaced file's temporary was renamed over it, before the directory was fsynced.
     public static let atomicAfterRename = "file.atomic.afterRename"
 
     /// Every point the library hits, in commit-path order.

@@ -6,10 +6,13 @@ import PeerLink
 public struct WiFiInterfaceCombination: Sendable, Codable, Equatable, CustomStringConvertible {
     /// At most `max` interfaces whose types are among `types`.
     public struct Limit: Sendable, Codable, Equatable {
+        /// The most interfaces of these types at once.
         public var max: Int
+        /// The interface types the limit covers.
         public var types: Set<WiFiInterfaceType>
     }
 
+    /// Every limit of the combination; an interface must fit one of them.
     public var limits: [Limit]
     /// At most this many interfaces in all.
     public var total: Int

@@ -91,8 +91,11 @@ public enum LinkLocalSockets {
 
 /// A TCP listener bound to one interface (see `LinkLocalSockets.listen`).
 public final class LinkLocalListener: @unchecked Sendable {
+    /// The listening socket; closed by `close()` or when the listener is released.
     public let fd: Int32
+    /// The TCP port bound (the kernel's choice when 0 was asked for).
     public let port: UInt16
+    /// The interface the socket is bound to (`SO_BINDTODEVICE`).
     public let interface: String
     private let lock = NSLock()
     private var closed = false

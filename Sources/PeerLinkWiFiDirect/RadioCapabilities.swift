@@ -1,8 +1,11 @@
 import PeerLink
 /// Whether a radio can do one thing, and if not, why and what to do.
 public struct WiFiCapability: Sendable, Codable, Equatable {
+    /// True when the radio can do it.
     public var available: Bool
+    /// What was found, in a sentence.
     public var detail: String
+    /// What to do when it cannot; nil when it can.
     public var fix: String?
 
     static func yes(_ detail: String) -> WiFiCapability { WiFiCapability(available: true, detail: detail, fix: nil) }
@@ -88,7 +91,9 @@ struct RadioFacts: Sendable, Equatable {
 
 /// Everything `peerlink doctor` and the upgrade need to know about one radio.
 public struct WiFiRadioReport: Sendable, Codable, Equatable {
+    /// The radio's own interface (`wlan0`).
     public var interface: String
+    /// Its wiphy (`phy0`); nil when it could not be found.
     public var phy: String?
     /// As `iw list` names them; nil when the kernel could not be asked.
     public var kernelInterfaceTypes: [String]?
@@ -102,6 +107,7 @@ public struct WiFiRadioReport: Sendable, Codable, Equatable {
     public var supplicantAllowed: Bool
     /// Whether wpa_supplicant manages the interface now (PeerLink adds it when it is not).
     public var managedBySupplicant: Bool
+    /// What NetworkManager does with the interface.
     public var networkManager: NetworkManagerStatus
     /// Wi-Fi Direct: form a group as owner and join one as client.
     public var p2p: WiFiCapability

@@ -10,6 +10,7 @@ public struct WiFiCredentials: Sendable, Codable, Equatable {
         case softAP = "softap"
     }
 
+    /// How the group was made: a P2P group or a soft-AP.
     public var kind: Kind
     /// The network name (1–32 printable ASCII characters; P2P groups are `DIRECT-…`).
     public var ssid: String
@@ -23,6 +24,7 @@ public struct WiFiCredentials: Sendable, Codable, Equatable {
     /// `frequency` alone instead of scanning every channel.
     public var ownerDeviceAddress: MACAddress?
 
+    /// Makes credentials; nothing is checked until `validate()`.
     public init(kind: Kind, ssid: String, passphrase: String, frequency: Int, bssid: MACAddress,
                 ownerDeviceAddress: MACAddress? = nil) {
         self.kind = kind

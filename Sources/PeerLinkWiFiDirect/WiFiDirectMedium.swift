@@ -15,10 +15,13 @@ extension Medium {
 /// .wifiDirect, host: "fe80::…%p2p-wlan0-0", port:)`: the zone names the local group
 /// interface, which the socket is also bound to (`LinkLocalSockets`).
 public struct WiFiDirectTransport: Transport {
+    /// Always `.wifiDirect`.
     public let medium = Medium.wifiDirect
     /// The group interface a listener binds to (nil: this transport only dials).
     public let interface: String?
 
+    /// Makes a transport that listens on the group interface `interface`, or with nil one that
+    /// only dials.
     public init(interface: String? = nil) { self.interface = interface }
 
     public func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener {

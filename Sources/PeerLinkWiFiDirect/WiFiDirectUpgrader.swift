@@ -8,6 +8,7 @@ import PeerLink
 public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     public let medium = Medium.wifiDirect
     public let transport: Transport = WiFiDirectTransport()
+    /// The wpa_supplicant client that forms, joins and leaves the groups.
     public let wifi: WiFiDirect
     /// The radio asked for (`--wifi`), or nil for the first one that can do it.
     public let requestedInterface: String?
@@ -21,6 +22,8 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
     /// when none could be chosen).
     private var standing: [Task<String?, Never>] = []
 
+    /// Makes an upgrader that drives groups through `wifi` on the radio `interface`, or with nil
+    /// on the first radio that can form or join one.
     public init(wifi: WiFiDirect = WiFiDirect(), interface: String? = nil) {
         self.wifi = wifi
         self.requestedInterface = interface

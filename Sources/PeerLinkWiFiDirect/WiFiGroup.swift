@@ -46,7 +46,9 @@ public enum WiFiStep: String, Sendable, Codable {
 
 /// How long one step took.
 public struct WiFiStepTiming: Sendable, Codable, Equatable {
+    /// The step timed.
     public var step: WiFiStep
+    /// How long it took.
     public var duration: Duration
 }
 
@@ -60,7 +62,9 @@ public struct WiFiGroupID: Sendable, Hashable, Codable, CustomStringConvertible 
 /// A group this node formed or joined, with what the other side needs and how long each
 /// step took.
 public struct WiFiGroup: Sendable, Equatable {
+    /// Names the group for `leave` and in `events`.
     public var id: WiFiGroupID
+    /// What this node is in the group: owner, access point, P2P client or station.
     public var role: WiFiRole
     /// The interface that carries the group's traffic here: the group interface
     /// (`p2p-wlan0-0`) for P2P roles, the radio's own interface otherwise.
@@ -73,6 +77,7 @@ public struct WiFiGroup: Sendable, Equatable {
     public var linkLocalAddress: String
     /// The join method used (joiners only).
     public var joinMethod: WiFiJoinMethod?
+    /// How long each step of the set-up took, in the order they ran.
     public var timings: [WiFiStepTiming]
     /// Where the address stood in DAD when the group was handed out (hosts only).
     public var linkLocalState = LinkLocalState.usable

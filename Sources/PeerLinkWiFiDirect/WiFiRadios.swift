@@ -7,6 +7,7 @@ public struct WiFiRadio: Sendable, Equatable, Codable {
     public var interface: String
     /// `phy0`
     public var phy: String
+    /// The interface's MAC address, from sysfs; nil when it cannot be read.
     public var address: MACAddress?
 }
 

@@ -25,8 +25,13 @@ public enum WiFiSetupFailure: Error, Equatable, Sendable, CustomStringConvertibl
 
     /// One failed attempt as wpa_supplicant reports it.
     public enum Attempt: Equatable, Sendable, CustomStringConvertible {
+        /// The access point or group owner refused authentication with this IEEE 802.11 status code
+        /// (`AuthStatusCode`).
         case authenticationRejected(status: Int)
+        /// The access point or group owner refused association with this IEEE 802.11 status code
+        /// (`AssocStatusCode`).
         case associationRejected(status: Int)
+        /// The link was broken off with this IEEE 802.11 reason code (`DisconnectReason`).
         case disconnected(reason: Int)
 
         public var description: String {

@@ -5,6 +5,7 @@ import Foundation
 /// `<peer ID> <name>` line each, replaced crash-safely like the trust store. Trusting a peer
 /// (`trust(_:name:verification:now:)`) unblocks it.
 extension IdentityStore {
+    /// `blocked-peers`: the block list, one `<peer ID> <name>` line per blocked peer.
     public var blockPath: String { (directory as NSString).appendingPathComponent("blocked-peers") }
 
     /// Blocked peers, with the name each had when it was blocked.

@@ -6,11 +6,18 @@ import Glibc
 /// Where a node keeps its key, display name and trusted peers:
 /// `$PEERLINK_CONFIG_DIR`, else `$XDG_CONFIG_HOME/peerlink`, else `~/.config/peerlink`.
 public struct IdentityStore: Sendable {
+    /// The folder holding the files, as chosen at init.
     public let directory: String
+    /// `identity.key`: the private key, one line of base64, mode 0600.
     public var keyPath: String { (directory as NSString).appendingPathComponent("identity.key") }
+    /// `display-name`: the display name set with `setDisplayName(_:)`.
     public var namePath: String { (directory as NSString).appendingPathComponent("display-name") }
+    /// `trusted-peers`: the trust list (`TrustList`).
     public var trustPath: String { (directory as NSString).appendingPathComponent("trusted-peers") }
 
+    /// Uses `directory`, or when nil the first of `$PEERLINK_CONFIG_DIR`,
+    /// `$XDG_CONFIG_HOME/peerlink` and `~/.config/peerlink` (empty variables are skipped). Nothing
+    /// is created until a file is written.
     public init(directory: String? = nil) {
         let env = ProcessInfo.processInfo.environment
         if let directory { self.directory = directory }
@@ -71,6 +78,8 @@ public struct IdentityStore: Sendable {
         return (try? Advertisement.validate(displayName: name)) != nil ? name : "peerlink"
     }
 
+    /// Stores `name` as the display name (`display-name`), creating the folder if needed. Throws
+    /// when the name is not 1–63 bytes of UTF-8 or the file cannot be written.
     public func setDisplayName(_ name: String) throws {
         try Advertisement.validate(displayName: name)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -17,6 +17,7 @@ public enum TrustVerification: String, Sendable, Codable, Comparable {
 
 /// One trusted peer and what is known about how it came to be trusted.
 public struct TrustedPeer: Sendable, Equatable {
+    /// The trusted peer's ID.
     public var peer: PeerID
     /// The owner's note for it, usually its name.
     public var name: String
@@ -27,6 +28,7 @@ public struct TrustedPeer: Sendable, Equatable {
     /// When that verification happened.
     public var verifiedAt: Date?
 
+    /// Makes an entry; `firstSeen`, `verification` and `verifiedAt` are nil when not known.
     public init(peer: PeerID, name: String, firstSeen: Date? = nil, verification: TrustVerification? = nil, verifiedAt: Date? = nil) {
         self.peer = peer
         self.name = name

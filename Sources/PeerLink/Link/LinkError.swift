@@ -11,6 +11,7 @@ public enum LinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case unexpectedPeerPrefix(expected: [UInt8], actual: PeerID)
     /// The remote sent something the protocol does not allow.
     case protocolError(String)
+    /// A step did not finish in time; the text names it (e.g. the secure handshake).
     case timedOut(String)
     /// The remote closed the link before it was ready.
     case closedByRemote

@@ -7,11 +7,16 @@ import Synchronization
 /// A link after a successful Noise XX handshake: both sides know each other's peer ID for
 /// certain, and every frame is encrypted and authenticated.
 public final class SecureLink: @unchecked Sendable {
+    /// The connection the encrypted frames travel on.
     public let connection: MessageConnection
+    /// The remote's peer ID, proved by the handshake.
     public let remotePeer: PeerID
+    /// What the remote announced in its hello: display name, largest frame, session token, UDP
+    /// port, discovery info.
     public let remoteHello: Hello
     /// Unique within this process; names the link in a session.
     public let id: LinkID
+    /// The medium of the underlying connection.
     public var medium: Medium { connection.medium }
 
     private let lock = NSLock()
@@ -232,6 +237,7 @@ public final class SecureLink: @unchecked Sendable {
         }
     }
 
+    /// Closes the connection and stops its UDP path, if any.
     public func close() {
         if let token = lock.withLock({ datagram?.receiveToken }) { udp?.unregister(token) }
         connection.close()
@@ -284,6 +290,7 @@ public final class SecureLink: @unchecked Sendable {
 
 /// Datagrams of one link's UDP path.
 public struct DatagramCounts: Sendable, Codable, Equatable {
+    /// Datagrams handed to the UDP socket (a send the socket had no room for included).
     public var sent = 0
     /// Received, authenticated and handed on.
     public var delivered = 0

@@ -1,5 +1,6 @@
 /// One distinct way to reach a peer: a link on it is independent of links on other paths.
 public struct LinkPath: Hashable, Sendable {
+    /// The endpoint dialled for the path (the first advertised for it).
     public var endpoint: TransportEndpoint
     /// What makes the path distinct: the radio and the remote address.
     public var key: String
@@ -24,6 +25,9 @@ public enum LinkPaths {
         medium.traits.endpoint == .bluetoothAddress ? "bluetooth/\(host.uppercased())" : "\(medium.rawValue)/\(host)"
     }
 
+    /// The paths worth a link among `endpoints`: usable on `media` and allowed by `policy`, one
+    /// endpoint per path, the policy's preferred link class first and advertised order within a
+    /// class.
     public static func select(_ endpoints: [TransportEndpoint], policy: LinkPolicy.Kind, media: Set<Medium>) -> [LinkPath] {
         let usable = endpoints.filter { e in
             // Negotiated media (Wi-Fi Direct) are reached through LINK_SETUP, never from discovery.

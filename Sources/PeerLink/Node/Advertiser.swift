@@ -3,8 +3,11 @@ import Synchronization
 
 /// Makes a node discoverable for a service and hands its invitations to the application.
 public final class Advertiser: Sendable {
+    /// The node published and handed the invitations.
     public let node: Node
+    /// The service the node is published under.
     public let service: ServiceType
+    /// The discovery info published with the node, and told to peers in the hello.
     public let info: DiscoveryInfo
     /// The backends it publishes on (e.g. Avahi and BlueZ).
     public let discoveries: [Discovery]
@@ -19,11 +22,17 @@ public final class Advertiser: Sendable {
     private let noticeSink: AsyncStream<String>.Continuation
     private let handles: [HandleBox]
 
+    /// Makes an advertiser that publishes on one backend; nothing happens until `start()`.
     public convenience init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discovery: Discovery) {
         self.init(node: node, service: service, info: info, discoveries: [discovery])
     }
 
-    /// - Parameter discoveries: at least one backend; the node is published on each.
+    /// Makes an advertiser; nothing happens until `start()`.
+    /// - Parameters:
+    ///   - node: the node to publish; its invitations go to `invitations`.
+    ///   - service: the service to publish it under.
+    ///   - info: discovery info published with it and told to peers in the hello.
+    ///   - discoveries: at least one backend; the node is published on each.
     public init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discoveries: [Discovery]) {
         precondition(!discoveries.isEmpty, "an advertiser needs at least one discovery backend")
         self.node = node
@@ -85,8 +94,11 @@ public final class Advertiser: Sendable {
 /// Avahi and BlueZ), records carrying the same peer ID are merged into one peer whose
 /// endpoints span every medium; a peer is lost only when every backend lost it.
 public final class Browser: Sendable {
+    /// The node that dials the peers found and sends the invitations.
     public let node: Node
+    /// The service browsed for.
     public let service: ServiceType
+    /// The backends browsed (e.g. Avahi and BlueZ), in the order given.
     public let discoveries: [Discovery]
     /// The first discovery backend.
     public var discovery: Discovery { discoveries[0] }
@@ -97,11 +109,16 @@ public final class Browser: Sendable {
     private let observers = ObserverList()
     private let records = RecordsBox()
 
+    /// Makes a browser on one backend; nothing happens until `start()`.
     public convenience init(node: Node, service: ServiceType, discovery: Discovery) {
         self.init(node: node, service: service, discoveries: [discovery])
     }
 
-    /// - Parameter discoveries: at least one backend; their records are merged by peer ID.
+    /// Makes a browser; nothing happens until `start()`.
+    /// - Parameters:
+    ///   - node: the node that dials the peers found; it is never reported itself.
+    ///   - service: the service to browse for.
+    ///   - discoveries: at least one backend; their records are merged by peer ID.
     public init(node: Node, service: ServiceType, discoveries: [Discovery]) {
         precondition(!discoveries.isEmpty, "a browser needs at least one discovery backend")
         self.node = node

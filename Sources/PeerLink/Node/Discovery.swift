@@ -2,9 +2,11 @@ import Foundation
 
 /// What a discovery backend reports while browsing.
 public enum DiscoveryEvent: Sendable, Equatable {
+    /// A peer appeared, with its record.
     case found(PeerInfo)
     /// The peer's record changed (new address, new discovery info).
     case updated(PeerInfo)
+    /// The peer's record is gone (withdrawn, or no longer seen).
     case lost(PeerID)
     /// Something the user should know (daemon gone, record ignored and why).
     case notice(String)
@@ -12,6 +14,7 @@ public enum DiscoveryEvent: Sendable, Equatable {
 
 /// A running publication or browse; stop it when done.
 public protocol DiscoveryHandle: Sendable {
+    /// Ends the publication or browse; it may block on the backend's daemon for seconds.
     func stop()
 }
 
@@ -37,6 +40,8 @@ public final class MemoryDiscovery: Discovery, @unchecked Sendable {
     /// The memory-transport address each published node listens on, by peer.
     public let addressOf: @Sendable (PeerID) -> String
 
+    /// A registry no node is published in yet; `addressOf` maps a node to its memory-transport
+    /// address (its peer ID's description by default).
     public init(addressOf: @escaping @Sendable (PeerID) -> String = { $0.description }) { self.addressOf = addressOf }
 
     struct Handle: DiscoveryHandle { let onStop: @Sendable () -> Void; func stop() { onStop() } }

@@ -5,7 +5,9 @@ import Synchronization
 /// Answer it once with `accept(into:)` or `decline()`; unanswered, it is declined when its
 /// timeout passes.
 public final class Invitation: Sendable {
+    /// The inviting peer; its ID is authenticated by the handshake.
     public let peer: PeerID
+    /// The name the inviter announced; metadata only.
     public let displayName: String
     /// Opaque data the inviter attached.
     public let context: [UInt8]
@@ -19,6 +21,8 @@ public final class Invitation: Sendable {
 
     /// Accepts: the peer joins `session`.
     public func accept(into session: Session) { answer.fulfil(session) }
+    /// Declines: the inviter's `invite` fails with `invitationDeclined`. Only the first answer
+    /// counts.
     public func decline() { answer.fulfil(nil) }
 
     /// Waits for the answer, or declines after the timeout.

@@ -4,11 +4,15 @@ import Foundation
 /// This device on the network: its identity, its listening transports and the routing of
 /// incoming links to invitations and sessions.
 public actor Node {
+    /// The node's key pair.
     public nonisolated let identity: Identity
+    /// The node's peer ID: its identity's public key.
     public nonisolated let peerID: PeerID
+    /// The name shown to other peers; metadata only.
     public nonisolated let displayName: String
     /// Random per process: links from the same two incarnations may join one channel.
     nonisolated let token: [UInt8]
+    /// The media the node listens and dials on.
     public nonisolated let transports: [Transport]
     /// Media set up on demand inside a session (Wi-Fi Direct): see `LinkUpgrader`.
     public nonisolated let upgraders: [LinkUpgrader]
@@ -41,10 +45,17 @@ public actor Node {
     /// What became of the latest incoming connections.
     nonisolated let incomingOutcomes = IncomingOutcomes()
 
+    /// Makes a node; it listens once `start(port:)` is called. Throws when
+    /// `displayName` is not valid.
     /// - Parameters:
+    ///   - identity: the node's key pair; its public key is the peer ID.
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
     ///   - transports: the media to listen and dial on; TCP by default.
     ///   - upgraders: media that sessions negotiate when bulk traffic starts on slow links.
+    ///   - maxPendingInvitations: most invitations awaiting an answer at once; more are declined.
+    ///   - handshakeTimeout: seconds an incoming connection may take to finish the handshake and
+    ///     its invitation.
+    ///   - datagrams: whether to offer UDP for unreliable messages on IP links.
     public init(identity: Identity, displayName: String, transports: [Transport] = [TCPTransport()],
                 upgraders: [LinkUpgrader] = [],
                 maxPendingInvitations: Int = 16, handshakeTimeout: Double = 10, datagrams: Bool = true) throws {

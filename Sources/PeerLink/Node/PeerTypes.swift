@@ -4,11 +4,16 @@ import Foundation
 
 /// A peer found by a browser: who it is, what it publishes and where it can be reached.
 public struct PeerInfo: Sendable, Hashable, Codable {
+    /// The peer's ID (its public key).
     public var peerID: PeerID
+    /// The name the peer advertises; metadata only, not authenticated.
     public var displayName: String
+    /// The discovery info the peer publishes (key–value pairs chosen by its application).
     public var info: [String: String]
+    /// Where the peer can be dialled, on every medium it advertises, in advertised order.
     public var endpoints: [TransportEndpoint]
 
+    /// Makes a record of a peer.
     public init(peerID: PeerID, displayName: String, info: [String: String], endpoints: [TransportEndpoint]) {
         self.peerID = peerID; self.displayName = displayName; self.info = info; self.endpoints = endpoints
     }
@@ -16,6 +21,8 @@ public struct PeerInfo: Sendable, Hashable, Codable {
 
 /// A remote peer's state in a session (MultipeerConnectivity's vocabulary).
 public enum PeerState: String, Sendable, Codable {
+    /// `notConnected`: not in the session (a join failed or the peer left); `connecting`: a link is
+    /// up and the invitation is being answered; `connected`: in the session, ready for messages.
     case notConnected = "not-connected", connecting, connected
 }
 
@@ -29,17 +36,28 @@ public enum SendMode: String, Sendable, Codable {
 
 /// Errors of the session layer as the application sees them.
 public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The peer has no channel in this session (it never joined, or it left).
     case notConnected(PeerID)
+    /// The peer declined the invitation.
     case invitationDeclined(PeerID)
+    /// The peer did not answer the invitation within `seconds`.
     case invitationTimedOut(PeerID, seconds: Double)
+    /// No link to the peer could be set up; `reasons` holds why each attempt failed, or that it has
+    /// no endpoint this node can use.
     case unreachable(PeerID, reasons: [String])
     /// A device advertising a peer-ID prefix (hex) could not be asked who it is.
     case unresolved(prefix: String, reasons: [String])
+    /// The receiver declined the resource with this name without accepting it.
     case resourceDeclined(String)
+    /// A resource or stream failed; the text says why (cancelled by the receiver, SHA-256
+    /// mismatch, a reserved stream name).
     case resourceFailed(String)
     /// The receiver refused or stopped the resource `name`, and said why (disk full, …).
     case resourceRefused(name: String, reason: ResourceError)
+    /// A file of the identity store (the key, the trust list) could not be read or written; the
+    /// text names the file and says why.
     case file(String)
+    /// More than `limit` invitations were waiting for an answer, so this one was declined.
     case tooManyPendingInvitations(limit: Int)
 
     public var description: String {

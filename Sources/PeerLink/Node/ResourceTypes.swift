@@ -2,30 +2,41 @@ import Foundation
 
 /// A file a peer offers to send.
 public struct ResourceOffer: Sendable, Hashable {
+    /// The peer that offers the file.
     public let peer: PeerID
+    /// The number of the stream the sender carries the file on.
     public let stream: UInt32
     /// The name as the sender gave it (already reduced to a safe file name).
     public let name: String
+    /// The file's size in bytes.
     public let size: UInt64
+    /// SHA-256 of the file's content (32 bytes), checked by the receiver before it keeps the file.
     public let sha256: [UInt8]
 }
 
 /// Progress of a resource in either direction.
 public struct ResourceProgress: Sendable, Hashable, Codable {
-    public enum Direction: String, Sendable, Codable { case sending, receiving }
+    /// Whether this node sends the resource or receives it.
+    public enum Direction: String, Sendable, Codable { /** `sending`: this node sends; `receiving`: it receives. */ case sending, receiving }
     /// What the bytes count: the sender hashing its file before offering it, the receiver
     /// reading back a partial file it resumes, or the transfer itself.
-    public enum Stage: String, Sendable, Codable { case hashing, verifying, transferring }
+    public enum Stage: String, Sendable, Codable { /** `hashing`, `verifying` or `transferring`, as above. */ case hashing, verifying, transferring }
+    /// The peer the resource goes to or comes from.
     public let peer: PeerID
+    /// The resource's file name (as offered, made safe).
     public let name: String
+    /// Whether this node sends or receives the resource.
     public let direction: Direction
     /// Bytes done, counting the bytes a resumed transfer already had.
     public let completed: UInt64
+    /// The resource's size in bytes.
     public let total: UInt64
     /// Where this run started (non-zero when resuming).
     public let resumedFrom: UInt64
+    /// What `completed` counts: hashing, verifying or transferring.
     public let stage: Stage
 
+    /// Makes a progress report; `completed`, `total` and `resumedFrom` are in bytes.
     public init(peer: PeerID, name: String, direction: Direction, completed: UInt64, total: UInt64, resumedFrom: UInt64,
                 stage: Stage = .transferring) {
         self.peer = peer; self.name = name; self.direction = direction; self.completed = completed; self.total = total
@@ -36,7 +47,9 @@ public struct ResourceProgress: Sendable, Hashable, Codable {
 /// An incoming byte stream. Read it to the end; reading returns credit to the sender, so a
 /// slow reader slows the sender instead of growing memory.
 public final class IncomingStream: Sendable {
+    /// The peer that opened the stream.
     public let peer: PeerID
+    /// The name the sender gave the stream.
     public let name: String
     let id: UInt32
     let buffer = StreamBuffer()
@@ -59,7 +72,9 @@ public final class IncomingStream: Sendable {
 
 /// An outgoing byte stream.
 public final class OutgoingStream: Sendable {
+    /// The peer the stream goes to.
     public let peer: PeerID
+    /// The stream's name, as the receiver sees it.
     public let name: String
     let id: UInt32
     let channel: PeerChannel

@@ -9,13 +9,17 @@ import Synchronization
 public final class Session: Sendable {
     /// What happens in a session.
     public enum Event: Sendable {
+        /// The peer's state in this session changed.
         case peerStateChanged(PeerID, displayName: String, state: PeerState)
+        /// A message arrived from the peer, sent with `mode`.
         case message(from: PeerID, bytes: [UInt8], mode: SendMode)
         /// A peer offers a file; call `accept(_:into:)` or `decline(_:)`.
         case resourceOffered(ResourceOffer)
+        /// Bytes of a resource were hashed, verified or transferred, in either direction.
         case resourceProgress(ResourceProgress)
         /// A resource finished in either direction; `path` is where a received file now is.
         case resourceFinished(ResourceProgress, path: String?, error: String?)
+        /// The peer opened a byte stream to this node; read it to the end or cancel it.
         case streamOpened(IncomingStream)
         /// A link to a peer came up or went away, with the reason.
         case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: String)
@@ -32,7 +36,9 @@ public final class Session: Sendable {
         case linkUpgrade(PeerID, UpgradeEvent)
     }
 
+    /// The node whose links the session uses.
     public let node: Node
+    /// Timing and sizing of the session's channels (keepalives, windows, fragment sizes).
     public let config: SessionConfig
     /// Which of a peer's links carries its traffic (see LinkPolicy).
     public let policy: LinkPolicy
@@ -159,6 +165,8 @@ public final class Session: Sendable {
         await registry.channel(for: offer.peer)?.cancelIncoming(offer)
     }
 
+    /// Declines an offered resource; the sender's `sendResource` fails with `resourceDeclined`.
+    /// Does nothing when the peer is no longer connected.
     public func decline(_ offer: ResourceOffer) async {
         await registry.channel(for: offer.peer)?.declineResource(offer)
     }
@@ -314,13 +322,17 @@ final class ManagerRegistry: Sendable {
 
 /// One link as `peerlink links` shows it.
 public struct LinkSnapshot: Sendable, Codable {
+    /// The link's number, unique within this process.
     public var id: LinkID
+    /// The medium the link runs over.
     public var medium: Medium
+    /// The remote address, as the transport describes it.
     public var remote: String
     /// Where unreliable messages of this link go when they fit a datagram ("udp://host:port").
     public var datagram: String?
     /// What crossed that UDP path so far (nil without one).
     public var datagrams: DatagramCounts?
+    /// The latest measured round trip in milliseconds; nil until one was measured.
     public var rttMillis: UInt64?
     /// Fraction of recent keepalive probes not answered in time.
     public var loss: Double
@@ -339,9 +351,13 @@ public struct LinkSnapshot: Sendable, Codable {
 
 /// A peer's links.
 public struct PeerLinks: Sendable, Codable {
+    /// The peer.
     public var peer: PeerID
+    /// The name the peer announced in its hello.
     public var displayName: String
+    /// The peer's state in the session.
     public var state: PeerState
+    /// Every link of the peer's channel.
     public var links: [LinkSnapshot]
     /// The latest steps of negotiated links (Wi-Fi Direct) with this peer, oldest first.
     public var upgrades: [UpgradeRecord] = []
@@ -351,7 +367,9 @@ public struct PeerLinks: Sendable, Codable {
 public struct UpgradeRecord: Sendable, Codable, Equatable {
     /// Seconds since 1970 when the step happened.
     public var time: Double
+    /// The negotiation's ID, chosen by the side that proposed it.
     public var id: UInt32
+    /// The negotiated medium's name (e.g. "wifi-direct").
     public var medium: String
     /// proposed, received-proposal, accepted, rejected, refused, hosted, ready, link-up, failed, torn-down.
     public var step: String
@@ -359,6 +377,7 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
     public var stepMillis: UInt64
     /// Milliseconds since the proposal.
     public var sinceProposalMillis: UInt64
+    /// Why (refusals, failures, teardowns) or what was decided; may be empty.
     public var detail: String
 
     init(_ e: UpgradeEvent, at time: Double) {

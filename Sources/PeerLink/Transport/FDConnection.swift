@@ -34,6 +34,7 @@ import Glibc
 /// Every continuation is resumed outside the lock, once: it is removed from the state under
 /// the lock by whoever resumes it.
 public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Sendable {
+    /// The medium the socket belongs to.
     public let medium: Medium
     public let remoteDescription: String
     public let remoteHost: String?
@@ -97,8 +98,13 @@ public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Se
 
     /// Takes ownership of a connected descriptor and makes it non-blocking.
     /// - Parameters:
+    ///   - fd: a connected socket; the connection closes it.
+    ///   - medium: the medium the connection reports.
+    ///   - remoteDescription: the remote address, for logs and `peerlink links`.
     ///   - lengthPrefixed: a byte stream: add and strip the 2-byte length prefix.
     ///   - maxWriteChunk: largest single write on a byte stream.
+    ///   - remoteHost: the remote's numeric IP address on IP media (to reach its UDP port); nil
+    ///     on others.
     ///   - receiveBufferLimit: bytes read ahead of the consumer before the socket is left unread.
     public convenience init(fd: Int32, medium: Medium, remoteDescription: String, lengthPrefixed: Bool, maxWriteChunk: Int = 1 << 20,
                 remoteHost: String? = nil, receiveBufferLimit: Int = FDConnection.defaultReceiveBufferLimit) {

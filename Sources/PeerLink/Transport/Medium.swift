@@ -10,6 +10,8 @@ public struct Medium: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The medium's name as written in endpoints, reports and on the command line.
     public let rawValue: String
 
+    /// The medium named `rawValue`, registered or not; an unregistered name gets
+    /// `MediumTraits.unknown`.
     public init(rawValue: String) { self.rawValue = rawValue }
 
     public init(from decoder: Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
@@ -71,8 +73,11 @@ public struct MediumTraits: Sendable, Equatable {
     /// True when a link of this medium only exists after the two peers negotiate it inside an
     /// existing session (e.g. a Wi-Fi Direct group): it is never dialled from discovery alone.
     public var negotiated: Bool
+    /// How the medium's endpoints are written and compared.
     public var endpoint: EndpointSyntax
 
+    /// Declares the traits; `typicalBytesPerSecond` is in bytes per second and `maxFrame` in bytes
+    /// (nil for the wire maximum).
     public init(linkClass: LinkClass, typicalBytesPerSecond: Int, maxFrame: Int? = nil, negotiated: Bool = false,
                 endpoint: EndpointSyntax) {
         self.linkClass = linkClass

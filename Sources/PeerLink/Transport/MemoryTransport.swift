@@ -17,6 +17,7 @@ public struct MemoryLinkConditions: Sendable, Equatable {
     /// connection, as a failed send would.
     public var maxMessage: Int?
 
+    /// Conditions of a link; the defaults are an unlimited, instant, lossless link.
     public init(bandwidth: Int = 0, delay: Double = 0, loss: Double = 0, seed: UInt64 = 1, maxMessage: Int? = nil) {
         self.bandwidth = bandwidth; self.delay = delay; self.loss = loss; self.seed = seed; self.maxMessage = maxMessage
     }
@@ -35,6 +36,7 @@ public final class MemoryNetwork: @unchecked Sendable {
     private var _conditions: [String: MemoryLinkConditions] = [:]
     private var unreachable: Set<String> = []
 
+    /// An empty network: no listeners, no conditions.
     public init() {}
 
     func register(_ address: String, _ handler: @escaping @Sendable (MessageConnection) -> Void) throws {
@@ -96,10 +98,14 @@ public final class MemoryNetwork: @unchecked Sendable {
 /// another medium (`emulating: .rfcomm`), so link-policy tests can build a "Bluetooth" and a
 /// "Wi-Fi" link with exactly the properties they want.
 public struct MemoryTransport: Transport {
+    /// The medium its links report: `.memory`, or the one it emulates.
     public let medium: Medium
+    /// The network its address is on.
     public let network: MemoryNetwork
+    /// The name it listens on; `listen` ignores the port.
     public let address: String
 
+    /// Makes a transport listening on `address` of `network`, reporting its links as `medium`.
     public init(network: MemoryNetwork, address: String, emulating medium: Medium = .memory) {
         self.network = network; self.address = address; self.medium = medium
     }

@@ -6,10 +6,12 @@ import Glibc
 
 /// TCP links: Noise messages with a 2-byte length prefix over a stream socket.
 public struct TCPTransport: Transport {
+    /// Always `.tcp`.
     public let medium = Medium.tcp
     /// Address to listen on: "::" (all, dual-stack) by default, or a numeric address.
     public var bindHost: String
 
+    /// Makes a transport that listens on `bindHost` ("::" for every address, dual-stack).
     public init(bindHost: String = "::") { self.bindHost = bindHost }
 
     public func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener {

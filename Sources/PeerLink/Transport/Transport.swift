@@ -1,10 +1,15 @@
 /// Where a transport can reach a peer: an IP address and port, or a Bluetooth address and
 /// channel/PSM.
 public struct TransportEndpoint: Hashable, Sendable, CustomStringConvertible, Codable {
+    /// The medium the endpoint is on.
     public var medium: Medium
+    /// A numeric IP address (`fe80::…%zone` for a link-local one), a Bluetooth device address,
+    /// or an in-memory name, as the medium's `EndpointSyntax` says.
     public var host: String
+    /// The TCP/UDP port, RFCOMM channel or L2CAP PSM.
     public var port: UInt16
 
+    /// Makes an endpoint; nothing is checked until it is dialled.
     public init(medium: Medium, host: String, port: UInt16) {
         self.medium = medium; self.host = host; self.port = port
     }
@@ -17,6 +22,7 @@ public struct TransportEndpoint: Hashable, Sendable, CustomStringConvertible, Co
 /// A connected, not yet authenticated pipe that carries whole messages (Noise messages of at
 /// most 65535 bytes). Stream transports add the 2-byte length prefix themselves.
 public protocol MessageConnection: AnyObject, Sendable {
+    /// The medium the connection runs over.
     var medium: Medium { get }
     /// The remote address, for logs and `peerlink links`.
     var remoteDescription: String { get }
@@ -66,11 +72,13 @@ extension MessageConnection {
 public protocol TransportListener: AnyObject, Sendable {
     /// The port (or channel/PSM) actually bound.
     var port: UInt16 { get }
+    /// Stops accepting connections.
     func close()
 }
 
 /// One medium's way to listen and to dial. Implementations own one system API each.
 public protocol Transport: Sendable {
+    /// The medium this transport listens and dials on.
     var medium: Medium { get }
     /// Starts accepting; `onConnection` is called for each incoming connection.
     func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener
@@ -80,10 +88,15 @@ public protocol Transport: Sendable {
 
 /// Errors of the I/O edges, with the operation and the system's reason.
 public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A system call failed: what was attempted and the `errno` it set.
     case system(operation: String, errno: Int32)
+    /// The operation did not finish within `seconds`.
     case timedOut(operation: String, seconds: Double)
+    /// An address that cannot be parsed or used on this medium.
     case badAddress(String)
+    /// The connection or listener is closed.
     case closed
+    /// This medium or machine cannot do what was asked; the text says what.
     case unsupported(String)
     /// The kernel reports the local end of the path gone (interface down, address removed).
     case pathGone(String)

@@ -14,6 +14,7 @@ public final class UDPSocket: IOLoopHandler, @unchecked Sendable {
     let fd: Int32
     private let loop: IOLoop
     private var token: UInt64 = 0  // set once in init
+    /// The local UDP port bound, told to peers in the hello.
     public let port: UInt16
     private let localFamily: Int32
     private let lock = NSLock()
@@ -93,6 +94,8 @@ public final class UDPSocket: IOLoopHandler, @unchecked Sendable {
         if closeNow { Glibc.close(fd) }
     }
 
+    /// Stops receiving and closes the socket (after a read in progress on the I/O loop ends).
+    /// Closing twice does nothing.
     public func close() {
         let closeNow: Bool = lock.withLock {
             guard !closed else { return false }

@@ -40,7 +40,9 @@ public protocol LinkUpgrader: Sendable {
 
 /// One negotiation: the peer and the id its proposer chose.
 public struct UpgradeID: Hashable, Sendable, CustomStringConvertible {
+    /// The peer the medium is negotiated with.
     public var peer: PeerID
+    /// The ID the proposer chose; unique per proposer.
     public var id: UInt32
     public var description: String { "\(peer.short)#\(id)" }
 }

@@ -12,6 +12,7 @@ extension Medium {
 /// fail, and tear a group down as the system would.
 public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     public let medium: Medium
+    /// The network its groups get addresses on.
     public let network: MemoryNetwork
     /// Prefix of the addresses this node's groups get.
     public let name: String
@@ -28,6 +29,9 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     /// Bandwidth, delay and loss of the links on groups this node forms.
     public let groupConditions: MemoryLinkConditions
 
+    /// Makes an upgrader on `network` that can take `roles` (host, join); with no roles it
+    /// reports `unavailable` as the reason. Its groups' addresses start with `name`, and links on
+    /// groups it forms get `groupConditions`.
     public init(network: MemoryNetwork, name: String, roles: LinkSetup.Roles = [.host, .join], unavailable reason: String = "",
                 medium: Medium = .memoryGroup, groupConditions: MemoryLinkConditions = MemoryLinkConditions()) {
         self.network = network

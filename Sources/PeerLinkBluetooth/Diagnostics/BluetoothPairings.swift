@@ -24,6 +24,7 @@ import PeerLinkWire
 ///
 /// Pure: reads a `GetManagedObjects` answer.
 public struct BluetoothPairingProblem: Sendable, Equatable, CustomStringConvertible {
+    /// Which of the two leftovers this is.
     public enum Kind: Sendable, Equatable {
         /// This side holds a bond with a device that advertises a PeerLink service.
         case bondWithPeer
@@ -31,6 +32,7 @@ public struct BluetoothPairingProblem: Sendable, Equatable, CustomStringConverti
         case pairedWithoutBond
     }
 
+    /// Which leftover was found.
     public let kind: Kind
     /// The adapter's name (`hci1`).
     public let adapter: String

@@ -40,6 +40,7 @@ public struct BlueZAdapter: Equatable, Sendable {
     public var name: String { String(path.split(separator: "/").last ?? "") }
     /// The controller address, `AA:BB:CC:DD:EE:FF`.
     public let address: String
+    /// Whether the adapter is powered on (`Powered`).
     public let powered: Bool
 }
 

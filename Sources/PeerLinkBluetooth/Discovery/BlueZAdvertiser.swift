@@ -24,7 +24,9 @@ import PeerLinkWire
 /// adapter disappearing or being powered off and on, and bluetoothd calling `Release` are
 /// reported as notices, and the advertisement is registered again once possible.
 public final class BlueZAdvertiser: @unchecked Sendable {
+    /// The service advertised.
     public let service: ServiceType
+    /// What the LE advertisement carries: the peer-ID prefix, RFCOMM channel and L2CAP PSM.
     public let advert: BluetoothAdvert
     /// The adapter name (`hci1`), or nil for the first powered one.
     public let adapter: String?
@@ -63,7 +65,16 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         func next() -> Int { lock.withLock { n += 1; return n } }
     }
 
-    /// - Parameter pollInterval: seconds between two looks at bluetoothd and the adapter.
+    /// Makes an advertiser; nothing is registered until `start()`.
+    /// - Parameters:
+    ///   - service: the service advertised.
+    ///   - advert: the LE advertisement's service data (peer-ID prefix, channel, PSM).
+    ///   - adapter: the adapter name (`hci1`), or nil for the first powered one.
+    ///   - serviceRecord: the SDP record's XML for BR/EDR, or nil to advertise on LE only.
+    ///   - busAddress: the D-Bus address bluetoothd is on; nil for the system bus.
+    ///   - pollInterval: seconds between two looks at bluetoothd and the adapter.
+    ///   - notices: gets human-readable changes (bluetoothd restarted, record refused), on the
+    ///     advertiser's threads.
     public init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, serviceRecord: String? = nil,
                 busAddress: String? = nil, pollInterval: Double = 0.5, notices: @escaping @Sendable (String) -> Void) {
         self.service = service

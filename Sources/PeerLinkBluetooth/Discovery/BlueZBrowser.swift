@@ -14,10 +14,16 @@ import PeerLinkWire
 public final class BlueZBrowser: @unchecked Sendable {
     /// What the browser reports.
     public enum Event: Equatable, Sendable {
+        /// `found`: a device advertising the service appeared; `updated`: its advert or signal
+        /// strength changed; `lost`: the device at `address` stopped advertising it or was dropped by
+        /// bluetoothd, or the adapter or bluetoothd went away.
         case found(BluetoothSighting), updated(BluetoothSighting), lost(address: String)
+        /// Something the user should know: a device ignored and why, the adapter off or removed,
+        /// bluetoothd gone.
         case notice(String)
     }
 
+    /// The service browsed for.
     public let service: ServiceType
     /// The adapter name (`hci1`), or nil for the first powered one.
     public let adapter: String?
@@ -27,6 +33,9 @@ public final class BlueZBrowser: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
+    /// Makes a browser for `service` on `adapter` (nil: the first powered one), reached on
+    /// `busAddress` (nil: the system bus), polling bluetoothd every `pollInterval` seconds.
+    /// `handler` gets the events on the browser's thread. Nothing happens until `start()`.
     public init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Double = 0.5,
                 handler: @escaping @Sendable (Event) -> Void) {
         self.service = service
@@ -47,6 +56,7 @@ public final class BlueZBrowser: @unchecked Sendable {
         thread.start()
     }
 
+    /// Stops browsing: the browser's thread ends after its current poll.
     public func stop() { lock.withLock { stopped = true } }
 
     private var isStopped: Bool { lock.withLock { stopped } }

@@ -7,7 +7,9 @@ import PeerLinkWire
 public struct BluetoothSighting: Equatable, Sendable {
     /// The device (controller) address, `AA:BB:CC:DD:EE:FF`.
     public let address: String
+    /// What the device advertises: peer-ID prefix, RFCOMM channel, L2CAP PSM.
     public let advert: BluetoothAdvert
+    /// Received signal strength in dBm, as bluetoothd last reported it; nil when it has none.
     public let rssi: Int16?
 
     /// Where to dial it: RFCOMM channel and/or L2CAP PSM at the device address.

@@ -11,6 +11,7 @@ import PeerLink
 /// later trouble (adapter off or removed, bluetoothd restarting) arrives as notices and
 /// lost/found events.
 public final class BlueZDiscovery: Discovery, @unchecked Sendable {
+    /// The node whose identity resolves the devices found, and whose ports are published.
     public let node: Node
     /// The adapter name (`hci1`), or nil for the first powered one.
     public let adapter: String?
@@ -19,6 +20,9 @@ public final class BlueZDiscovery: Discovery, @unchecked Sendable {
     /// Seconds one resolution (connect + handshake) may take.
     public let resolveTimeout: Double
 
+    /// Makes discovery for `node` on `adapter` (nil: the first powered one), reached on
+    /// `busAddress` (nil: the system bus); browsing polls every `pollInterval` seconds and gives
+    /// each resolution `resolveTimeout` seconds.
     public init(node: Node, adapter: String? = nil, busAddress: String? = nil, pollInterval: Double = 0.5,
                 resolveTimeout: Double = 15) {
         self.node = node

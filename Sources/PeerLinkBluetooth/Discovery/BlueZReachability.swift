@@ -28,6 +28,7 @@ public final class BluetoothReachability: @unchecked Sendable {
         case madeConnectable
         /// BR/EDR is off on this controller: only LE can reach it.
         case noBREDR
+        /// The controller is powered off; nothing was changed.
         case poweredOff
     }
 
@@ -37,7 +38,10 @@ public final class BluetoothReachability: @unchecked Sendable {
     private let lock = NSLock()
     private var changed = false
 
-    /// - Parameter adapterPath: `/org/bluez/hciN` (or just `hciN`).
+    /// Changes nothing until `ensure()`.
+    /// - Parameters:
+    ///   - adapterPath: `/org/bluez/hciN` (or just `hciN`).
+    ///   - busAddress: the D-Bus address bluetoothd is on; nil for the system bus.
     public init(adapterPath: String, busAddress: String? = nil) {
         self.adapterPath = adapterPath.hasPrefix("/") ? adapterPath : "/org/bluez/\(adapterPath)"
         self.busAddress = busAddress
@@ -45,6 +49,7 @@ public final class BluetoothReachability: @unchecked Sendable {
 
     deinit { release() }
 
+    /// The adapter's kernel name (`hci1`), the last part of `adapterPath`.
     public var adapterName: String { adapterPath.split(separator: "/").last.map(String.init) ?? adapterPath }
 
     /// The controller's settings now (the kernel's view, through mgmt).

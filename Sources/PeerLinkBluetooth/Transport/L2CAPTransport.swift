@@ -36,9 +36,11 @@ public struct L2CAPTransport: Transport {
         case le
     }
 
+    /// Always `.l2cap`.
     public let medium = Medium.l2cap
     /// The local controller to listen and dial from; nil for any.
     public let adapterAddress: String?
+    /// Whether it listens and dials on Bluetooth Classic (ERTM) or Low Energy.
     public let mode: Mode
     /// The incoming MTU requested from the kernel (the most one SDU may carry to us).
     public let mtu: UInt16
@@ -231,6 +233,7 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
                              holding: StaleACL.register(remote: remote))
     }
 
+    /// The medium of the transport that made it (`.l2cap`).
     public var medium: Medium { inner.medium }
     public var remoteDescription: String { inner.remoteDescription }
     public var queuedBytes: Int { inner.queuedBytes }

@@ -62,13 +62,19 @@ public enum ManagementCodec {
 public struct ControllerSettings: OptionSet, Sendable, Hashable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// The controller is powered on.
     public static let powered = ControllerSettings(rawValue: 1 << 0)
     /// Accepts connections from any device (BR/EDR page scan), not only paired ones.
     public static let connectable = ControllerSettings(rawValue: 1 << 1)
+    /// Other devices can find it (BR/EDR inquiry scan).
     public static let discoverable = ControllerSettings(rawValue: 1 << 3)
+    /// It accepts new pairings and stores their keys.
     public static let bondable = ControllerSettings(rawValue: 1 << 4)
+    /// Secure Simple Pairing is on (`ssp`).
     public static let secureSimplePairing = ControllerSettings(rawValue: 1 << 6)
+    /// Bluetooth Classic (BR/EDR) is on (`br/edr`).
     public static let bredr = ControllerSettings(rawValue: 1 << 7)
+    /// Bluetooth Low Energy is on (`le`).
     public static let lowEnergy = ControllerSettings(rawValue: 1 << 9)
 
     /// btmgmt's words for the settings PeerLink reads, in bit order.
@@ -80,19 +86,27 @@ public struct ControllerSettings: OptionSet, Sendable, Hashable {
 
 /// One controller as Read Controller Information reports it.
 public struct ControllerInfo: Sendable, Equatable {
+    /// The controller's address, `AA:BB:CC:DD:EE:FF`.
     public var address: String
+    /// The settings the controller can have.
     public var supported: ControllerSettings
+    /// The settings it has now.
     public var current: ControllerSettings
+    /// The controller's name (its local name as other devices see it); may be empty.
     public var name: String
 
     /// Whether a device that is not paired can open an RFCOMM or L2CAP BR/EDR channel to it.
     public var acceptsBREDRConnections: Bool { current.isSuperset(of: [.powered, .bredr, .connectable]) }
 }
 
+/// A failure talking to the kernel's Bluetooth management interface (mgmt), behind
+/// `BluetoothReachability.info()`.
 public enum ManagementError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kernel answered with a mgmt status code (0x11: no such controller).
     case status(UInt8)
+    /// The kernel's reply could not be parsed; the text says what was wrong with it.
     case malformed(String)
+    /// The mgmt socket could not be used, or the adapter has no mgmt index; the text says why.
     case system(String)
 
     public var description: String {

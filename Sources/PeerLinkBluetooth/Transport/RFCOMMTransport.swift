@@ -18,6 +18,7 @@ import Glibc
 /// unauthorised connections throw `TransportError.system` with the errno and what to do;
 /// malformed addresses throw `TransportError.badAddress`.
 public struct RFCOMMTransport: Transport {
+    /// Always `.rfcomm`.
     public let medium = Medium.rfcomm
     /// The local controller to listen and dial from ("00:AA:01:01:00:01"); nil for any.
     public let adapterAddress: String?

@@ -8,6 +8,7 @@ internal import CSQLite
 ///     try db.migrate(LedgerSchema.migrations)
 ///     try db.write { db in try db.run("INSERT INTO t(x) VALUES (?)", 1) }
 public final class Database {
+    /// The database file's path, as given to `init(path:busyTimeout:)`.
     public let path: String
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]

@@ -22,13 +22,18 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         case other
     }
 
+    /// What went wrong, in terms a caller can act on.
     public let kind: Kind
     /// SQLite's extended result code (0 when the error is PeerLink's own).
     public let code: Int32
+    /// SQLite's error message (or PeerLink's own, for `newerSchema` and `unexpectedValue`).
     public let message: String
+    /// The database file concerned.
     public let path: String
+    /// The statement that failed; nil when the error is not about one statement (opening, schema).
     public let sql: String?
 
+    /// Makes an error; `code` is SQLite's extended result code, 0 for an error of PeerLink's own.
     public init(kind: Kind, code: Int32 = 0, message: String, path: String, sql: String? = nil) {
         self.kind = kind
         self.code = code

@@ -1,8 +1,11 @@
 /// One step of a schema: the SQL that takes the file from `version - 1` to `version`.
 public struct Migration: Sendable {
+    /// The schema version the file is at after this step (1 for the first step).
     public let version: Int
+    /// The statements of the step, run in one transaction.
     public let sql: String
 
+    /// Makes the step that takes a file to `version` by running `sql`.
     public init(version: Int, sql: String) {
         self.version = version
         self.sql = sql

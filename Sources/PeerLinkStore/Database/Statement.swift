@@ -72,27 +72,35 @@ public final class Statement {
 public struct Row {
     let statement: Statement
 
-    /// The storage class SQLite holds for `column`.
+    /// Whether `column` (0-based) holds NULL.
     public func isNull(_ column: Int32) -> Bool {
         sqlite3_column_type(statement.handle, column) == SQLITE_NULL
     }
 
+    /// The integer in `column` (0-based). Throws `unexpectedValue` when the column holds another
+    /// storage class, NULL included.
     public func integer(_ column: Int32) throws -> Int64 {
         try expect(column, SQLITE_INTEGER, "an integer")
         return sqlite3_column_int64(statement.handle, column)
     }
 
+    /// The integer in `column` (0-based), or nil when it is NULL. Throws `unexpectedValue` for
+    /// another storage class.
     public func optionalInteger(_ column: Int32) throws -> Int64? {
         if isNull(column) { return nil }
         return try integer(column)
     }
 
+    /// The number in `column` (0-based), a real or an integer converted to `Double`. Throws
+    /// `unexpectedValue` for text, a blob or NULL.
     public func real(_ column: Int32) throws -> Double {
         let type = sqlite3_column_type(statement.handle, column)
         guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw unexpected(column, "a number") }
         return sqlite3_column_double(statement.handle, column)
     }
 
+    /// The text in `column` (0-based), decoded as UTF-8 (invalid sequences repaired). Throws
+    /// `unexpectedValue` when the column holds another storage class, NULL included.
     public func text(_ column: Int32) throws -> String {
         try expect(column, SQLITE_TEXT, "text")
         guard let bytes = sqlite3_column_text(statement.handle, column) else { return "" }
@@ -100,11 +108,15 @@ public struct Row {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
+    /// The text in `column` (0-based), or nil when it is NULL. Throws `unexpectedValue` for
+    /// another storage class.
     public func optionalText(_ column: Int32) throws -> String? {
         if isNull(column) { return nil }
         return try text(column)
     }
 
+    /// The bytes in `column` (0-based); empty for an empty blob. Throws `unexpectedValue` when the
+    /// column holds another storage class, NULL included.
     public func blob(_ column: Int32) throws -> [UInt8] {
         try expect(column, SQLITE_BLOB, "a blob")
         let count = Int(sqlite3_column_bytes(statement.handle, column))
@@ -112,6 +124,8 @@ public struct Row {
         return Array(UnsafeRawBufferPointer(start: base, count: count))
     }
 
+    /// The bytes in `column` (0-based), or nil when it is NULL. Throws `unexpectedValue` for
+    /// another storage class.
     public func optionalBlob(_ column: Int32) throws -> [UInt8]? {
         if isNull(column) { return nil }
         return try blob(column)

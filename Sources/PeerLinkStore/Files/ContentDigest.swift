@@ -6,10 +6,14 @@ import Glibc
 
 /// SHA-256 of a file's content, read in 1 MiB pieces.
 public enum ContentDigest {
+    /// The length of a digest in bytes: 32.
     public static let byteCount = 32
 
+    /// SHA-256 of `bytes`.
     public static func of(bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
 
+    /// SHA-256 of the file at `path`, read in 1 MiB pieces. Throws a `FileError` when the file
+    /// cannot be opened or read.
     public static func of(file path: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DurableFile.fail("open", path) }

@@ -5,10 +5,14 @@ import Glibc
 
 /// A file-system call that failed: which, on what path, and errno's text.
 public struct FileError: Error, CustomStringConvertible, Sendable {
+    /// The call that failed, such as `open`, `fsync`, `rename` or `unlink`.
     public let operation: String
+    /// The path the call was made on.
     public let path: String
+    /// The `errno` the call set.
     public let errno: Int32
 
+    /// Makes an error for `operation` on `path` that failed with `errno`.
     public init(operation: String, path: String, errno: Int32) {
         self.operation = operation
         self.path = path
@@ -46,7 +50,8 @@ public enum DurableFile {
         return lstat(path, &st) == 0
     }
 
-    /// The file's size and inode, or nil when it does not exist.
+    /// The size in bytes, inode and device of what is at `path` (not following a final symbolic
+    /// link), or nil when nothing is there.
     public static func identity(_ path: String) -> (size: UInt64, inode: UInt64, device: UInt64)? {
         var st = stat()
         guard lstat(path, &st) == 0 else { return nil }

@@ -6,7 +6,9 @@ import Glibc
 /// characters in file names and JSON. The receiver keys its records by it, so an item offered
 /// twice is recognised.
 public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible, Codable {
+    /// The length of an ID in bytes: 16.
     public static let byteCount = 16
+    /// The ID's 16 bytes.
     public let bytes: [UInt8]
 
     /// Wraps exactly 16 bytes; nil for any other count.
@@ -34,6 +36,8 @@ public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible, C
         return random(using: &g)
     }
 
+    /// A fresh ID from `g` (16 bytes from two of its 64-bit outputs); tests pass a seeded
+    /// generator to get the same IDs each run.
     public static func random<G: RandomNumberGenerator>(using g: inout G) -> ItemID {
         var out: [UInt8] = []
         for _ in 0..<2 { withUnsafeBytes(of: g.next()) { out.append(contentsOf: $0) } }

@@ -14,6 +14,7 @@ import Synchronization
 /// must not interleave, and synchronous calls keep the crash-ordering visible in one place
 /// and the tests free of `await`.
 public final class Ledger: Sendable {
+    /// Where the ledger keeps its database and payload folders.
     public let location: LedgerLocation
     /// What opening finished of the work a crash interrupted.
     public let recovery: RecoveryReport

@@ -7,6 +7,7 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Records dropped because neither their partial nor their final file existed.
     public var dropped: [ItemID] = []
 
+    /// True when opening had nothing to finish.
     public var isEmpty: Bool { settled.isEmpty && landed.isEmpty && dropped.isEmpty }
 }
 

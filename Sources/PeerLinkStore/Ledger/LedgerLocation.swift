@@ -14,6 +14,7 @@ public struct LedgerLocation: Sendable, Equatable {
     /// (`.<item>.part`).
     public var inbox: String
 
+    /// Names each file and folder explicitly; the folders are created when the ledger opens.
     public init(database: String, sent: String, expired: String, failed: String, inbox: String) {
         self.database = database
         self.sent = sent

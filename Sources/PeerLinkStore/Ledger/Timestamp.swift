@@ -1,8 +1,10 @@
 /// A wall-clock instant in milliseconds since 1970, as the ledger stores it. The ledger never
 /// reads a clock: every operation that needs the time takes it as `now`.
 public struct Timestamp: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    /// Milliseconds since 1970-01-01 00:00:00 UTC; negative before it.
     public let millisecondsSince1970: Int64
 
+    /// The instant `millisecondsSince1970` milliseconds after 1970-01-01 00:00:00 UTC.
     public init(millisecondsSince1970: Int64) { self.millisecondsSince1970 = millisecondsSince1970 }
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.millisecondsSince1970 < b.millisecondsSince1970 }
