@@ -29,12 +29,32 @@ public struct WiFiDirectTransport: Transport {
         let listener = try LinkLocalSockets.listen(interface: interface, port: port)
         let wrapped = WiFiDirectListener(listener)
         Task.detached {
-            while let (fd, peer) = try? await listener.accept(timeout: 3600) {
+            await Self.acceptLoop(accept: { try await listener.accept(timeout: 3600) }) { fd, peer in
                 onConnection(FDConnection(fd: fd, medium: .wifiDirect, remoteDescription: "[\(peer)]%\(interface)", lengthPrefixed: true,
                                           remoteHost: peer))
             }
         }
         return wrapped
+    }
+
+    /// Hands each accepted connection to `deliver` until the listener is closed or broken. An
+    /// idle wait that times out (a group with nobody joining for an hour) and the errors a
+    /// single connection can cause (aborted before accept, out of descriptors for a moment)
+    /// do not end it.
+    static func acceptLoop(accept: () async throws -> (fd: Int32, peer: String),
+                           deliver: (Int32, String) -> Void) async {
+        while !Task.isCancelled {
+            do {
+                let (fd, peer) = try await accept()
+                deliver(fd, peer)
+            } catch TransportError.timedOut {
+                continue
+            } catch let TransportError.system(_, e) where [ECONNABORTED, EINTR, EMFILE, ENFILE, EPROTO, ENOBUFS, ENOMEM].contains(e) {
+                try? await Task.sleep(for: .milliseconds(100))
+            } catch {
+                return  // closed, or the interface is gone
+            }
+        }
     }
 
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {

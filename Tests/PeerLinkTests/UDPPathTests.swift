@@ -96,4 +96,20 @@ final class UDPPathTests: XCTestCase {
         let final = await counts(p.sa)
         XCTAssertEqual(final?.delivered, 1)
     }
+
+    /// A socket closed while links still send on it sends nothing: its descriptor number may
+    /// already be another socket's. Here the next socket opened takes the same number, and a
+    /// send on the closed one must not come out of it.
+    func testASendAfterCloseGoesNowhere() throws {
+        let old = try UDPSocket(bindHost: "127.0.0.1")
+        let number = old.fd
+        old.close()
+        let next = try UDPSocket(bindHost: "127.0.0.1")
+        defer { next.close() }
+        guard next.fd == number else { throw XCTSkip("the kernel gave the next socket another number (\(next.fd), not \(number))") }
+        let before = next.droppedCount
+        old.send(Array(repeating: 0xAB, count: 40), to: "127.0.0.1", port: next.port)  // would reach `next` through its own fd
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(next.droppedCount, before, "a datagram went out through the closed socket's number")
+    }
 }

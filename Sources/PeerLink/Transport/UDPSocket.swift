@@ -55,15 +55,20 @@ public final class UDPSocket: IOLoopHandler, @unchecked Sendable {
 
     func unregister(_ token: [UInt8]) { lock.withLock { _ = handlers.removeValue(forKey: token) } }
 
-    /// Sends one datagram; failures are ignored (the sends are unreliable by contract).
+    /// Sends one datagram; failures are ignored (the sends are unreliable by contract). After
+    /// `close()` nothing is sent: the descriptor's number may belong to another file by then,
+    /// so the send and the close never overlap (the lock; a UDP send does not wait).
     func send(_ bytes: [UInt8], to host: String, port: UInt16) {
         guard let address = try? IPSocketAddress(host: host, port: port) else { return }
         var target = address
         if target.family == AF_INET, localFamily == AF_INET6, let mapped = try? IPSocketAddress(host: "::ffff:" + host, port: port) {
             target = mapped
         }
-        _ = bytes.withUnsafeBytes { raw in
-            target.withSockaddr { sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL), $0, $1) }
+        lock.withLock {
+            guard !closed else { return }
+            _ = bytes.withUnsafeBytes { raw in
+                target.withSockaddr { sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), $0, $1) }
+            }
         }
     }
 
