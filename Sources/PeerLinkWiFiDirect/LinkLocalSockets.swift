@@ -99,6 +99,10 @@ public final class LinkLocalListener: @unchecked Sendable {
     public let interface: String
     private let lock = NSLock()
     private var closed = false
+    /// Accepts under way: while one waits on `fd`, `close()` leaves the descriptor to it (a
+    /// number closed under a waiting call could be reused by another file first).
+    private var accepting = 0
+    private var fdClosed = false
 
     init(fd: Int32, port: UInt16, interface: String) {
         self.fd = fd
@@ -115,6 +119,19 @@ public final class LinkLocalListener: @unchecked Sendable {
     }
 
     func acceptBlocking(timeout: Double) throws -> (fd: Int32, peer: String) {
+        try lock.withLock {
+            if closed { throw TransportError.closed }
+            accepting += 1
+        }
+        defer {
+            let closeNow: Bool = lock.withLock {
+                accepting -= 1
+                guard closed, accepting == 0, !fdClosed else { return false }
+                fdClosed = true
+                return true
+            }
+            if closeNow { Glibc.close(fd) }
+        }
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let deadline = Date().addingTimeInterval(timeout)
         while true {
@@ -136,12 +153,18 @@ public final class LinkLocalListener: @unchecked Sendable {
         return (c, IPSocketAddress(storage: st, length: len).host)
     }
 
-    /// Closes the socket; a waiting `accept` wakes (shutdown) and throws.
+    /// Closes the socket; a waiting `accept` wakes (shutdown), throws, and closes the
+    /// descriptor as it leaves.
     public func close() {
-        let first: Bool = lock.withLock { defer { closed = true }; return !closed }
-        if first {
-            shutdown(fd, Int32(SHUT_RDWR))
-            Glibc.close(fd)
+        let (first, closeNow): (Bool, Bool) = lock.withLock {
+            let first = !closed
+            closed = true
+            guard first, accepting == 0 else { return (first, false) }
+            fdClosed = true
+            return (true, true)
         }
+        guard first else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
+        if closeNow { Glibc.close(fd) }
     }
 }
