@@ -28,8 +28,10 @@ public struct WiFiDirectTransport: Transport {
         guard let interface else { throw TransportError.unsupported("a Wi-Fi Direct listener needs its group interface") }
         let listener = try LinkLocalSockets.listen(interface: interface, port: port)
         let wrapped = WiFiDirectListener(listener)
-        Task.detached {
-            await Self.acceptLoop(accept: { try await listener.accept(timeout: 3600) }) { fd, peer in
+        // A thread of its own for as long as the group lasts, as Bluetooth listeners have: an
+        // accept that waits for hours must not hold one of the blocking pool's few threads.
+        BlockingCall.thread("pl.wifi.accept") {
+            Self.acceptLoop(accept: { try listener.acceptBlocking(timeout: 3600) }) { fd, peer in
                 onConnection(FDConnection(fd: fd, medium: .wifiDirect, remoteDescription: "[\(peer)]%\(interface)", lengthPrefixed: true,
                                           remoteHost: peer))
             }
@@ -41,16 +43,15 @@ public struct WiFiDirectTransport: Transport {
     /// idle wait that times out (a group with nobody joining for an hour) and the errors a
     /// single connection can cause (aborted before accept, out of descriptors for a moment)
     /// do not end it.
-    static func acceptLoop(accept: () async throws -> (fd: Int32, peer: String),
-                           deliver: (Int32, String) -> Void) async {
-        while !Task.isCancelled {
+    static func acceptLoop(accept: () throws -> (fd: Int32, peer: String), deliver: (Int32, String) -> Void) {
+        while true {
             do {
-                let (fd, peer) = try await accept()
+                let (fd, peer) = try accept()
                 deliver(fd, peer)
             } catch TransportError.timedOut {
                 continue
             } catch let TransportError.system(_, e) where [ECONNABORTED, EINTR, EMFILE, ENFILE, EPROTO, ENOBUFS, ENOMEM].contains(e) {
-                try? await Task.sleep(for: .milliseconds(100))
+                usleep(100_000)
             } catch {
                 return  // closed, or the interface is gone
             }
