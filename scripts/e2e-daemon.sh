@@ -226,6 +226,16 @@ check "peerlink trust remove through the daemon takes the peer out of its store"
     '$bin' trust add '$id_b' 'spare' --socket '$sock_c' >/dev/null && grep -q '^$id_b spare\$' '$work/cfg-$C/trusted-peers' &&
     '$bin' trust remove spare --socket '$sock_c' >/dev/null && ! grep -q '$id_b' '$work/cfg-$C/trusted-peers'"
 
+check "peerlink browse through the daemon lists the peers its browser sees (no radios of its own)" bash -c "
+    '$bin' browse --socket '$sock_a' --timeout 2 --json 2>'$work/browse.err' >'$work/browse.json' &&
+    grep -q '\"event\":\"found\".*\"peer\":\"$id_c\"' '$work/browse.json' ||
+    { cat '$work/browse.json' '$work/browse.err'; false; }"
+check "…in text too, saying it browses through the daemon" bash -c "
+    '$bin' browse --socket '$sock_a' --timeout 1 >'$work/browse.txt' 2>&1 &&
+    grep -q 'through the daemon at $sock_a' '$work/browse.txt' && grep -q '^found   $C \[$id_c\] at tcp://' '$work/browse.txt'"
+check "…and refuses a service the daemon does not browse, saying --direct" bash -c "
+    ! '$bin' browse --socket '$sock_a' --service other --timeout 1 2>&1 | grep -v '^\$' >'$work/browse2.out'; grep -q 'use --direct' '$work/browse2.out'"
+
 check "peerlink links shows the daemon's session too (read from /v1/status)" bash -c "
     '$bin' links --socket '$sock_a' --json >'$work/links.json' && grep -q '\"command\" : \"daemon\"' '$work/links.json' &&
     grep -qE '$id_b|$id_c' '$work/links.json'"

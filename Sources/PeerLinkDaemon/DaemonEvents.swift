@@ -22,6 +22,10 @@ public struct DaemonEvent: Sendable, Equatable, Codable {
         case peerAccepted = "peer.accepted"
         /// The owner declined a pending peer.
         case peerDeclined = "peer.declined"
+        /// The browser found a peer of the service (in range now; `peerlink browse`).
+        case peerFound = "peer.found"
+        /// The browser lost a peer (out of range, or its advert withdrawn).
+        case peerLost = "peer.lost"
     }
 
     /// Increases by one per event. The first event of a daemon run takes the run's start

@@ -181,11 +181,16 @@ public actor FieldDaemon {
     }
 
     func found(_ p: PeerInfo) {
-        found[p.peerID] = p
+        if found.updateValue(p, forKey: p.peerID) == nil {
+            events.publish(.peerFound, peer: p.peerID.description, name: p.displayName)
+        }
         inviteIfWorkWaits(p.peerID)
     }
 
-    func lost(_ p: PeerID) { found[p] = nil }
+    func lost(_ p: PeerID) {
+        guard let gone = found.removeValue(forKey: p) else { return }
+        events.publish(.peerLost, peer: p.description, name: gone.displayName)
+    }
 
     /// Invites `peer` when items wait for it, it is in range and not in the session, and no
     /// invitation of it is still waiting for an answer (a peer whose owner has it in a pending

@@ -6,14 +6,43 @@ struct BrowseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "browse",
         abstract: "List nearby peers of a service as they are found and lost.",
-        discussion: "Runs until interrupted, or for --timeout seconds. Needs avahi-daemon (see `peerlink doctor`).")
+        discussion: """
+        Runs until interrupted, or for --timeout seconds. While a daemon runs here (its API \
+        socket answers, found as `peerlink status` finds it), lists the peers the daemon's \
+        browser sees, without radios of its own; --direct browses with this command's own \
+        radios instead (needs avahi-daemon for IP; see `peerlink doctor`).
+        """)
 
     @OptionGroup var node: NodeOptions
 
     @Option(name: .long, help: "Stop after this many seconds (default: run until Ctrl-C).")
     var timeout: Double?
 
+    @Flag(name: .long, help: "Browse with this command's own radios even when a daemon runs.")
+    var direct = false
+
+    @Option(name: .long, help: ArgumentHelp("The daemon's API socket (default: as `peerlink status` finds it; it must answer).", valueName: "path"))
+    var socket: String?
+
+    func validate() throws {
+        if direct, socket != nil { throw ValidationError("--socket goes through the daemon; --direct does not use it") }
+    }
+
     func run() async throws {
+        if !direct {
+            let daemon = DaemonConnection(socket: socket)
+            switch daemon.probe() {
+            case .running:
+                let named = node.service == NodeOptions.defaultService ? nil : node.service
+                let browse = DaemonBrowse(daemon: daemon, service: named, timeout: timeout, out: Output(json: node.json))
+                try await Runtime.offload("pl.browse.daemon") { try browse.run() }
+                return
+            case let .refused(why):
+                throw RuntimeFailure("\(why); use --direct to browse with this command's own radios")
+            case .absent:
+                if socket != nil { throw RuntimeFailure("no daemon answers at \(daemon.socketPath)") }
+            }
+        }
         let service = try node.serviceType()
         let (n, _, plan) = try await node.makeNode()
         let out = Output(json: node.json)

@@ -6,7 +6,7 @@ import PeerLinkBluetooth
 /// Options every networking command takes.
 struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Service type shared by the nodes that should find each other.")
-    var service: String = "peerlink"
+    var service: String = NodeOptions.defaultService
 
     @Option(name: .long, help: "Directory holding the identity key and trust store.")
     var configDir: String?
@@ -53,6 +53,9 @@ struct NodeOptions: ParsableArguments {
         }
         return p
     }
+
+    /// The service type when `--service` is not given.
+    static let defaultService = "peerlink"
 
     func serviceType() throws -> ServiceType {
         do { return try ServiceType(service) } catch { throw ValidationError("--service: \(error)") }

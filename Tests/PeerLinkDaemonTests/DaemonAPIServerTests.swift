@@ -33,6 +33,10 @@ struct FakeBackend: DaemonAPIBackend {
         }
     }
     func apiLinks() async -> DaemonLinks { DaemonLinks(policy: "bluetooth-first", peers: []) }
+    func apiPeers() async -> [DaemonPeer] {
+        [DaemonPeer(info: PeerInfo(peerID: FakeBackend.asker, displayName: "laptop", info: ["role": "survey"],
+                                   endpoints: [TransportEndpoint(medium: .tcp, host: "10.0.0.7", port: 40123)]), connected: true)]
+    }
     var trustStore = IdentityStore(directory: NSTemporaryDirectory() + "peerlink-api-trust-\(UInt32.random(in: 0...UInt32.max))")
     static let asker = PeerID(digest: Array(repeating: 7, count: 32))
 }
@@ -283,6 +287,20 @@ final class DaemonAPIServerTests: XCTestCase {
         XCTAssertEqual(try client.request("POST", "/v1/pending").status, 405)
         XCTAssertTrue(try exchange(path, "GET /v1/pending/stranger HTTP/1.1\r\nHost: x\r\n\r\n").contains("Allow: POST\r\n"))
         XCTAssertEqual(try client.request("POST", "/v1/pending/a/b").status, 404)
+    }
+
+    /// `GET /v1/peers`: who the daemon's browser sees, in the shape `peerlink browse` reads.
+    func testThePeersTheDaemonSees() throws {
+        let path = try start()
+        let (status, body) = try DaemonClient(socketPath: path).request("GET", "/v1/peers")
+        XCTAssertEqual(status, 200)
+        let peers = try XCTUnwrap(json(body)["peers"] as? [[String: Any]])
+        XCTAssertEqual(peers.count, 1)
+        XCTAssertEqual(peers.first?["peer"] as? String, FakeBackend.asker.description)
+        XCTAssertEqual(peers.first?["name"] as? String, "laptop")
+        XCTAssertEqual(peers.first?["info"] as? [String: String], ["role": "survey"])
+        XCTAssertEqual(peers.first?["endpoints"] as? [String], ["tcp://10.0.0.7:40123"])
+        XCTAssertEqual(peers.first?["connected"] as? Bool, true)
     }
 
     /// `/v1/trust`: the daemon's own trust store, read, written and removed through the API,

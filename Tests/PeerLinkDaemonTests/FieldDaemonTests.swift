@@ -96,6 +96,33 @@ final class FieldDaemonTests: XCTestCase {
         await a.stop(); await b.stop()
     }
 
+    /// What `peerlink browse` reads through the daemon: the peers its browser sees, with
+    /// `peer.found` as each appears and `peer.lost` as it goes.
+    func testThePeersTheBrowserSeesAndTheirEvents() async throws {
+        let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
+        let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")
+        let b = try await FieldNode("beta", net: net, discovery: disc, root: dir + "/b")
+        var seen: [DaemonPeer] = []
+        for _ in 0..<200 where seen.isEmpty {
+            seen = await a.daemon.apiPeers()
+            if seen.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        XCTAssertEqual(seen.map(\.info.peerID), [b.peer])
+        XCTAssertEqual(seen.first?.info.displayName, "beta")
+        XCTAssertEqual(seen.first?.connected, false, "nothing to deliver: no session")
+        await b.stop()
+        var events: [DaemonEvent] = []
+        for _ in 0..<200 where !events.contains(where: { $0.kind == .peerLost }) {
+            events = (try? a.daemon.events.after(a.daemon.events.oldestID - 1).get()) ?? []
+            if !events.contains(where: { $0.kind == .peerLost }) { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        XCTAssertEqual(events.filter { $0.kind == .peerFound }.map(\.peer), [b.peer.description])
+        XCTAssertEqual(events.filter { $0.kind == .peerLost }.map(\.peer), [b.peer.description], "beta gone from the browser")
+        let after = await a.daemon.apiPeers()
+        XCTAssertEqual(after.count, 0)
+        await a.stop()
+    }
+
     func testABlockedPeerIsDeclinedUnaskedUntilUnblocked() async throws {
         let dir = scratch(self), net = MemoryNetwork(), disc = MemoryDiscovery()
         let a = try await FieldNode("alpha", net: net, discovery: disc, root: dir + "/a")

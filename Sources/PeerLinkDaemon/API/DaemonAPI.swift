@@ -15,6 +15,7 @@ public struct DaemonAPI: Sendable {
         ("GET", "/v1/events"),
         ("GET", "/v1/pending"),
         ("POST", "/v1/pending/{peer}"),
+        ("GET", "/v1/peers"),
         ("GET", "/v1/trust"),
         ("PUT", "/v1/trust/{peer}"),
         ("DELETE", "/v1/trust/{peer}"),
@@ -70,6 +71,7 @@ public struct DaemonAPI: Sendable {
             case ("GET", "/v1/events"): return try events(request)
             case ("GET", "/v1/pending"): return .response(await pending())
             case ("POST", "/v1/pending/{peer}"): return .response(try await answerPending(request, peer: parameters["peer"] ?? ""))
+            case ("GET", "/v1/peers"): return .response(await peers())
             case ("GET", "/v1/trust"): return .response(try await trusted())
             case ("PUT", "/v1/trust/{peer}"): return .response(try await trust(request, peer: parameters["peer"] ?? ""))
             case ("DELETE", "/v1/trust/{peer}"): return .response(try await untrust(peer: parameters["peer"] ?? ""))

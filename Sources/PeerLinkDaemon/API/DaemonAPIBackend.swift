@@ -19,6 +19,17 @@ public protocol DaemonAPIBackend: Sendable {
     func apiLinks() async -> DaemonLinks
     /// The node's key and trust store, for `/v1/trust` (`peerlink trust` while a daemon runs).
     var trustStore: IdentityStore { get }
+    /// The peers of the service its browser sees now, for `GET /v1/peers` (`peerlink browse`).
+    func apiPeers() async -> [DaemonPeer]
+}
+
+/// A peer the daemon's browser sees, as `GET /v1/peers` lists it.
+public struct DaemonPeer: Sendable, Equatable {
+    /// Who it is, what it publishes and where it can be reached.
+    public var info: PeerInfo
+    /// It is in the daemon's session now.
+    public var connected: Bool
+    public init(info: PeerInfo, connected: Bool) { self.info = info; self.connected = connected }
 }
 
 /// The daemon session's links as `GET /v1/status` gives them under `links`.

@@ -424,6 +424,46 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/v1/peers": {
+      "get": {
+        "operationId": "listPeers",
+        "summary": "The peers of the service the daemon sees now",
+        "description": "What the daemon's browser finds, on every medium it uses, with whether each is in its session now; `peerlink browse` lists them while a daemon runs and follows the events peer.found and peer.lost.",
+        "responses": {
+          "200": {
+            "description": "The peers, by peer ID",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "peers"
+                  ],
+                  "properties": {
+                    "peers": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/Peer"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The caller may not use the API",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/v1/trust": {
       "get": {
         "operationId": "listTrusted",
@@ -998,7 +1038,9 @@ enum OpenAPIDocument {
               "peer.left",
               "peer.pending",
               "peer.accepted",
-              "peer.declined"
+              "peer.declined",
+              "peer.found",
+              "peer.lost"
             ]
           },
           "time": {
@@ -1242,6 +1284,44 @@ enum OpenAPIDocument {
               "code",
               null
             ]
+          }
+        }
+      },
+      "Peer": {
+        "type": "object",
+        "required": [
+          "peer",
+          "name",
+          "info",
+          "endpoints",
+          "connected"
+        ],
+        "properties": {
+          "peer": {
+            "type": "string",
+            "description": "Peer ID"
+          },
+          "name": {
+            "type": "string",
+            "description": "The display name it publishes"
+          },
+          "info": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            },
+            "description": "Its discovery info"
+          },
+          "endpoints": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Where it can be reached (tcp://…, rfcomm://…)"
+          },
+          "connected": {
+            "type": "boolean",
+            "description": "It is in the daemon's session now"
           }
         }
       }

@@ -102,7 +102,7 @@ public final class DaemonMetrics: Sendable {
                 }
                 gauge(MetricsCatalogue.peersSeen).set(Int64(seen))
             }
-        case .peerLeft, .peerPending, .peerAccepted, .peerDeclined: break
+        case .peerLeft, .peerPending, .peerAccepted, .peerDeclined, .peerFound, .peerLost: break
         }
     }
 
