@@ -236,6 +236,16 @@ check "…in text too, saying it browses through the daemon" bash -c "
 check "…and refuses a service the daemon does not browse, saying --direct" bash -c "
     ! '$bin' browse --socket '$sock_a' --service other --timeout 1 2>&1 | grep -v '^\$' >'$work/browse2.out'; grep -q 'use --direct' '$work/browse2.out'"
 
+# `peerlink chat` through the daemons: C shows what arrives; a line typed at A goes as a
+# message item and is shown at C.
+(sleep 30 | "$bin" chat --socket "$sock_c" --json >"$work/chat-c.json" 2>&1) &
+chat_c=$!
+sleep 1
+printf 'hello from the hub\n' | "$bin" chat --socket "$sock_a" --peer "$id_c" --json >"$work/chat-a.json" 2>&1
+check "peerlink chat through the daemon queues each line as a message item" grep -q '"event":"queued".*"text":"hello from the hub"' "$work/chat-a.json"
+check "…and the peer's chat shows it when its daemon receives it" wait_for "$work/chat-c.json" '"event":"message".*"text":"hello from the hub"' 60
+kill "$chat_c" 2>/dev/null; pkill -f "chat --socket $sock_c" 2>/dev/null
+
 check "peerlink links shows the daemon's session too (read from /v1/status)" bash -c "
     '$bin' links --socket '$sock_a' --json >'$work/links.json' && grep -q '\"command\" : \"daemon\"' '$work/links.json' &&
     grep -qE '$id_b|$id_c' '$work/links.json'"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkDaemon
 
 struct ChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,7 +11,9 @@ struct ChatCommand: AsyncParsableCommand {
         With --peer, finds that peer (full peer ID, a prefix of at least 4 characters, or its \
         display name), invites it, and reconnects by itself when the link is lost. Without \
         --peer, advertises and chats with whoever is accepted. Each line typed is sent as a \
-        reliable message; end with Ctrl-D.
+        reliable message; end with Ctrl-D. While a daemon runs here, each line becomes a \
+        message item the daemon delivers once the peer is in range, and the messages it \
+        receives are shown (--direct chats with this command's own radios instead).
         """)
 
     @OptionGroup var node: NodeOptions
@@ -28,7 +31,29 @@ struct ChatCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Discovery info entry when advertising, key=value (repeatable).", valueName: "key=value"))
     var info: [String] = []
 
+    @Flag(name: .long, help: "Chat with this command's own radios even when a daemon runs.")
+    var direct = false
+
+    @Option(name: .long, help: ArgumentHelp("The daemon's API socket (default: as `peerlink status` finds it; it must answer).", valueName: "path"))
+    var socket: String?
+
+    func validate() throws {
+        if direct, socket != nil { throw ValidationError("--socket goes through the daemon; --direct does not use it") }
+    }
+
     func run() async throws {
+        if !direct {
+            let daemon = DaemonConnection(socket: socket)
+            switch daemon.probe() {
+            case .running:
+                try await DaemonChat(daemon: daemon, peer: peer, out: Output(json: node.json)).run()
+                return
+            case let .refused(why):
+                throw RuntimeFailure("\(why); use --direct to chat with this command's own radios")
+            case .absent:
+                if socket != nil { throw RuntimeFailure("no daemon answers at \(daemon.socketPath)") }
+            }
+        }
         if let peer {
             try await invite(peer)
         } else {
