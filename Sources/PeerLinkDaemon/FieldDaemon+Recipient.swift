@@ -16,14 +16,17 @@ extension FieldDaemon {
         config.accept == .all || parts.trust.trustedPeers()[peer] != nil
     }
 
-    /// Bytes of `peer`'s items in the inbox now (landed and not taken away).
+    /// Bytes of `peer`'s items in the inbox now (landed and not taken away). One look at the
+    /// disk per record the ledger keeps for the peer, off the actor.
     func inboxBytes(of peer: PeerID) async -> UInt64 {
         let inbox = config.inbox
-        let records = (try? await db { try $0.records(from: peer) }) ?? []
-        return records.reduce(0) { sum, r in
-            guard r.landed, let name = r.name, FileManager.default.fileExists(atPath: (inbox as NSString).appendingPathComponent(name)) else { return sum }
-            return sum + r.size
-        }
+        return (try? await db { ledger in
+            try ledger.records(from: peer).reduce(UInt64(0)) { sum, r in
+                guard r.landed, let name = r.name,
+                      FileManager.default.fileExists(atPath: (inbox as NSString).appendingPathComponent(name)) else { return sum }
+                return sum + r.size
+            }
+        }) ?? 0
     }
 
     func stagingFolder(of peer: PeerID) -> String { (staging as NSString).appendingPathComponent(peer.description) }
