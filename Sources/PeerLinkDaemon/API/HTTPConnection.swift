@@ -8,9 +8,10 @@ import Glibc
 /// what the API's Unix socket server and the metrics endpoint's TCP server share.
 enum HTTPConnection {
     /// Accepts on listening socket `fd` on a thread of its own (`<name>.accept`) until the
-    /// socket is closed; each connection `admit` lets in is served on a thread of its own
-    /// (`<name>.conn`), the others are answered `busy` and closed.
-    static func accept(on fd: Int32, name: String, admit: @escaping @Sendable () -> Bool,
+    /// socket is closed; each connection `gate` lets in is served on a thread of its own
+    /// (`<name>.conn`) and closed after it is counted out (so a client that connects again at
+    /// once is not turned away as busy); the others are answered `busy` and closed.
+    static func accept(on fd: Int32, name: String, gate: ConnectionGate,
                        busy: @escaping @Sendable () -> HTTPResponse, serve: @escaping @Sendable (Int32) -> Void) {
         BlockingCall.thread(name + ".accept") {
             while true {
@@ -23,13 +24,17 @@ enum HTTPConnection {
                     }
                     return
                 }
-                guard admit() else {
+                guard gate.admit() else {
                     UnixSocket.setTimeouts(client, receive: .milliseconds(100), send: .milliseconds(100))
                     _ = UnixSocket.writeAll(client, busy().serialized)
                     close(client)
                     continue
                 }
-                BlockingCall.thread(name + ".conn") { serve(client) }
+                BlockingCall.thread(name + ".conn") {
+                    serve(client)
+                    gate.release()
+                    close(client)
+                }
             }
         }
     }

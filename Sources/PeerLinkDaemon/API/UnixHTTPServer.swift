@@ -37,13 +37,14 @@ public final class UnixHTTPServer: Sendable {
     let access: APIAccess
     let options: Options
     let handler: Handler
-    private let state = Mutex<(open: Int, stopped: Bool)>((0, false))
+    private let gate: ConnectionGate
 
     /// Binds and listens at `path` (an old socket nobody answers on is replaced; a live one
     /// is an error: another daemon serves there), mode `options.socketMode`, group
     /// `access.groupID` when set.
     public init(path: String, access: APIAccess, options: Options = Options(), handler: @escaping Handler) throws {
         self.path = path; self.access = access; self.options = options; self.handler = handler
+        gate = ConnectionGate(capacity: options.maxConnections)
         var st = stat()
         if lstat(path, &st) == 0 {
             guard st.st_mode & S_IFMT == S_IFSOCK else { throw UnixSocket.Failure(description: "\(path) exists and is not a socket", code: EEXIST) }
@@ -72,35 +73,21 @@ public final class UnixHTTPServer: Sendable {
 
     /// Starts accepting on a thread of its own.
     public func start() {
-        HTTPConnection.accept(on: fd, name: "pl.api",
-                              admit: { [self] in
-                                  state.withLock { s -> Bool in
-                                      guard !s.stopped, s.open < options.maxConnections else { return false }
-                                      s.open += 1
-                                      return true
-                                  }
-                              },
+        HTTPConnection.accept(on: fd, name: "pl.api", gate: gate,
                               busy: { [options] in HTTPResponse.error(503, "busy", "too many connections to the daemon's API (\(options.maxConnections)); try again") },
-                              serve: { [self] client in
-                                  serve(client)
-                                  // Counted out before the close the client waits for, so a
-                                  // client that connects again at once is not turned away as busy.
-                                  state.withLock { $0.open -= 1 }
-                                  close(client)
-                              })
+                              serve: { [self] client in serve(client) })
     }
 
     /// Stops accepting and removes the socket file (connections under way finish).
     public func stop() {
-        let first = state.withLock { s -> Bool in defer { s.stopped = true }; return !s.stopped }
-        guard first else { return }
+        guard gate.stop() else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
         unlink(path)
     }
 
     /// Connections being served now.
-    public var openConnections: Int { state.withLock { $0.open } }
+    public var openConnections: Int { gate.open }
 
     // MARK: one connection
 

@@ -41,7 +41,7 @@ public final class MetricsHTTPServer: Sendable {
     let fd: Int32
     let options: Options
     let handler: Handler
-    private let state = Mutex<(open: Int, stopped: Bool)>((0, false))
+    private let gate: ConnectionGate
 
     /// The Content-Type of the Prometheus text format.
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -53,6 +53,7 @@ public final class MetricsHTTPServer: Sendable {
         self.address = MetricsAddress(host: address.host, port: MetricsAddress.boundPort(fd) ?? address.port)
         self.options = options
         self.handler = handler
+        gate = ConnectionGate(capacity: options.maxConnections)
     }
 
     /// What a request gets, without I/O: the metrics (nil: make them) or a refusal.
@@ -72,28 +73,14 @@ public final class MetricsHTTPServer: Sendable {
 
     /// Starts accepting on a thread of its own.
     public func start() {
-        HTTPConnection.accept(on: fd, name: "pl.metrics",
-                              admit: { [self] in
-                                  state.withLock { s -> Bool in
-                                      guard !s.stopped, s.open < options.maxConnections else { return false }
-                                      s.open += 1
-                                      return true
-                                  }
-                              },
+        HTTPConnection.accept(on: fd, name: "pl.metrics", gate: gate,
                               busy: { Self.text(503, "busy: too many scrapes at once\n") },
-                              serve: { [self] client in
-                                  serve(client)
-                                  // Counted out before the close the client waits for, so a
-                                  // client that connects again at once is not turned away as busy.
-                                  state.withLock { $0.open -= 1 }
-                                  close(client)
-                              })
+                              serve: { [self] client in serve(client) })
     }
 
     /// Stops accepting (a scrape under way finishes).
     public func stop() {
-        let first = state.withLock { s -> Bool in defer { s.stopped = true }; return !s.stopped }
-        guard first else { return }
+        guard gate.stop() else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
     }
