@@ -12,15 +12,6 @@
 import Foundation
 import PeerLink
 
-/// Publishes nothing and finds nothing: the connecting side is given the address. An
-/// `Advertiser` still needs a backend to hand this node's invitations to the application.
-struct NoDiscovery: Discovery {
-    struct Handle: DiscoveryHandle { func stop() {} }
-    func publish(_ advertisement: Advertisement, service: ServiceType, ports: [Medium: UInt16],
-                 notices: @escaping @Sendable (String) -> Void) throws -> DiscoveryHandle { Handle() }
-    func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle { Handle() }
-}
-
 enum Mode {
     case listen(port: UInt16)
     case connect(host: String, port: UInt16)
@@ -97,7 +88,7 @@ case let .listen(port):
     let node = try Node(identity: Identity(), displayName: name, transports: [TCPTransport()])
     _ = try await node.start(port: port)
     let session = Session(node: node)
-    let advertiser = Advertiser(node: node, service: service, discovery: NoDiscovery())
+    let advertiser = Advertiser(node: node, service: service)
     try await advertiser.start()
     say("listening on port \(port) as \(node.peerID)")
     Task { await printEvents(of: session) }

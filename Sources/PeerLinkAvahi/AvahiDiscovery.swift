@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkCore
+import PeerLinkWire
 
 /// DNS-SD discovery through avahi-daemon: publishes `_<service>._tcp` with the
 /// advertisement in TXT, and turns browse results into peers (one per peer ID, all

@@ -1,6 +1,8 @@
 import Foundation
 import PeerLink
 import PeerLinkTOML
+import PeerLinkCore
+import PeerLinkWire
 
 /// What `peerlink daemon` runs with, read from a TOML file (docs/CONFIG.md lists every key
 /// with its default). Reading checks every value it can without touching the machine's

@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkCore
+import PeerLinkWire
 
 /// The pieces every run is made of, whichever backend drives it: the in-process runner
 /// (memory, btlab) and the IP lab's agents use the same sender, receiver and sampler, so a

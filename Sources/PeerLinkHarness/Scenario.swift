@@ -1,5 +1,7 @@
 import PeerLink
 import PeerLinkTOML
+import PeerLinkCore
+import PeerLinkWire
 
 /// A transport-selection scenario: nodes (two unless it names more), the links between pairs
 /// of them, a timeline of events and traffic, and what must hold. See docs/HARNESS.md for the

@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkCore
+import PeerLinkWire
 
 /// What the host of a Wi-Fi Direct group tells the joiner in LINK_SETUP `ready`: the group's
 /// credentials and where the host listens. Only ever sent inside the Noise-secured session.

@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkCore
+import PeerLinkWire
 
 /// The Wi-Fi Direct medium's plug-in for negotiated links: forms a group (Wi-Fi Direct group
 /// owner, or a soft-AP where the radio lacks P2P) through the system's wpa_supplicant when the

@@ -1,6 +1,8 @@
 import Foundation
 import PeerLink
 import PeerLinkHarness
+import PeerLinkCore
+import PeerLinkWire
 
 /// `peerlink-bench connect-delay [ONE-WAY-MS [RUNS]]`: time from dial to the first application
 /// byte delivered, through the harness's `DelayRelay` on loopback (no netem in these kernels),

@@ -3,6 +3,8 @@ import Foundation
 import PeerLink
 #if canImport(Glibc)
 import Glibc
+import PeerLinkCore
+import PeerLinkWire
 #endif
 
 /// The CPU work no implementation of PeerLink's protocol can skip, per GiB, measured in this

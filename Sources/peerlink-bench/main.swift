@@ -7,6 +7,8 @@ import PeerLink
 import PeerLinkBluetooth
 #if canImport(Glibc)
 import Glibc
+import PeerLinkCore
+import PeerLinkWire
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())

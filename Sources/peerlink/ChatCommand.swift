@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import PeerLink
 import PeerLinkDaemon
+import PeerLinkCore
+import PeerLinkWire
 
 struct ChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

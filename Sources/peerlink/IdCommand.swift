@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import PeerLink
+import PeerLinkCore
+import PeerLinkWire
 
 struct IdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

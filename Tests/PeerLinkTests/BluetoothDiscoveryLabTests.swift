@@ -5,6 +5,8 @@ import XCTest
 @testable import PeerLink
 @testable import PeerLinkDBus
 @testable import PeerLinkBluetooth
+import PeerLinkCore
+import PeerLinkWire
 
 /// Two nodes that know nothing of each other find each other over Bluetooth alone, in the lab
 /// VM: A advertises through bluetoothd (LE advert, PROTOCOL §14.2), B browses through

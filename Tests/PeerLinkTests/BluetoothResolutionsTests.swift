@@ -1,6 +1,8 @@
 import XCTest
 @testable import PeerLink
 @testable import PeerLinkBluetooth
+import PeerLinkCore
+import PeerLinkWire
 
 /// The sans-I/O table behind BlueZDiscovery: sightings + resolution outcomes → peer events.
 final class BluetoothResolutionsTests: XCTestCase {

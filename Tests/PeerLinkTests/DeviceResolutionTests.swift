@@ -2,6 +2,8 @@ import Foundation
 import XCTest
 @testable import PeerLink
 @testable import PeerLinkBluetooth
+import PeerLinkCore
+import PeerLinkWire
 
 /// `Node.resolve`: learning a device's full peer ID, name and discovery info from the
 /// handshake when an advert carried only a prefix (PROTOCOL §14.3). Real TCP on loopback; the

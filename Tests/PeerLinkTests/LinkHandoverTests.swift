@@ -3,6 +3,8 @@ import TestKit
 import XCTest
 @testable import PeerLink
 @testable import PeerLinkBluetooth
+import PeerLinkCore
+import PeerLinkWire
 
 /// One peer, two links (an emulated Bluetooth and an emulated Wi-Fi link): the policy picks
 /// the carrier, and when it dies the session moves to the other link without losing,

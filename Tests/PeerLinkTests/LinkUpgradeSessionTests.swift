@@ -3,6 +3,8 @@ import TestKit
 import XCTest
 @testable import PeerLink
 @testable import PeerLinkBluetooth
+import PeerLinkCore
+import PeerLinkWire
 
 /// The upgrade end to end on the in-memory network: a session on an emulated (slow) Bluetooth
 /// link negotiates a group link when a file starts, bulk moves to it, and every way it can go

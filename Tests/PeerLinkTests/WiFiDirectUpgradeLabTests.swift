@@ -4,6 +4,8 @@ import XCTest
 @testable import PeerLink
 @testable import PeerLinkBluetooth
 @testable import PeerLinkWiFiDirect
+import PeerLinkCore
+import PeerLinkWire
 
 /// The upgrade on real radios, in the VM lab (`scripts/test-wifi.sh`): two nodes with
 /// btvirt controllers and mac80211_hwsim radios, no access point and no shared IP network,

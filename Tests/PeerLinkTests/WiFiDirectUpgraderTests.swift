@@ -3,6 +3,8 @@ import TestKit
 import XCTest
 @testable import PeerLink
 @testable import PeerLinkWiFiDirect
+import PeerLinkCore
+import PeerLinkWire
 
 /// The Wi-Fi Direct plug-in's host-side pieces: the parameters the host hands over inside
 /// the session, and what a machine without a usable radio tells its peer. (Forming and

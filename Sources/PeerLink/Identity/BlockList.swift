@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 /// Peers the owner blocked: their invitations are declined without asking anyone, and they
 /// are never listed as pending again. `blocked-peers` beside the trust store, one

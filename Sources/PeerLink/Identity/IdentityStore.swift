@@ -1,6 +1,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import PeerLinkCore
+import PeerLinkWire
 #endif
 
 /// Where a node keeps its key, display name and trusted peers:

@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 /// How the owner came to trust a peer, weakest first.
 public enum TrustVerification: String, Sendable, Codable, Comparable {

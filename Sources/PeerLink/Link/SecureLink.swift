@@ -6,7 +6,7 @@ import Synchronization
 
 /// A link after a successful Noise XX handshake: both sides know each other's peer ID for
 /// certain, and every frame is encrypted and authenticated.
-public final class SecureLink: @unchecked Sendable {
+package final class SecureLink: @unchecked Sendable {
     /// The connection the encrypted frames travel on.
     public let connection: MessageConnection
     /// The remote's peer ID, proved by the handshake.

@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 /// Keeps one link on every path of a peer: after the first link (or, on the side that was
 /// invited, once the peer's discovery record is known), it dials

@@ -1,5 +1,7 @@
 /// One distinct way to reach a peer: a link on it is independent of links on other paths.
-public struct LinkPath: Hashable, Sendable {
+import PeerLinkCore
+import PeerLinkWire
+package struct LinkPath: Hashable, Sendable {
     /// The endpoint dialled for the path (the first advertised for it).
     public var endpoint: TransportEndpoint
     /// What makes the path distinct: the radio and the remote address.
@@ -17,7 +19,7 @@ public struct LinkPath: Hashable, Sendable {
 /// - Other media (in-memory): one path per address.
 /// Endpoints on media this node has no transport for, that the policy forbids, or that are
 /// set up by negotiation (`MediumTraits.negotiated`) are left out.
-public enum LinkPaths {
+package enum LinkPaths {
     /// The path a link to `host` on `medium` belongs to (as `select` keys it). Media whose
     /// endpoints are device addresses (`EndpointSyntax.bluetoothAddress`) share one path per
     /// remote device, whichever of them reaches it.

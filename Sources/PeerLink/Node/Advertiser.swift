@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import PeerLinkCore
+import PeerLinkWire
 
 /// Makes a node discoverable for a service and hands its invitations to the application.
 public final class Advertiser: Sendable {
@@ -9,10 +11,9 @@ public final class Advertiser: Sendable {
     public let service: ServiceType
     /// The discovery info published with the node, and told to peers in the hello.
     public let info: DiscoveryInfo
-    /// The backends it publishes on (e.g. Avahi and BlueZ).
+    /// The backends it publishes on (e.g. Avahi and BlueZ); none for a node that peers reach
+    /// by an address they were given.
     public let discoveries: [Discovery]
-    /// The first backend.
-    public var discovery: Discovery { discoveries[0] }
     /// Invitations from peers; answer each with `accept(into:)` or `decline()`.
     public let invitations: AsyncStream<Invitation>
     /// Human-readable publication changes (renamed after a collision, daemon restarts, a
@@ -27,14 +28,21 @@ public final class Advertiser: Sendable {
         self.init(node: node, service: service, info: info, discoveries: [discovery])
     }
 
+    /// Makes an advertiser that publishes nothing: the node listens and hands its invitations
+    /// to the application, and peers dial it at an address they were given
+    /// (``Node/invite(_:to:context:timeout:)`` with a ``PeerInfo`` naming the endpoint).
+    public convenience init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo()) {
+        self.init(node: node, service: service, info: info, discoveries: [])
+    }
+
     /// Makes an advertiser; nothing happens until `start()`.
     /// - Parameters:
     ///   - node: the node to publish; its invitations go to `invitations`.
     ///   - service: the service to publish it under.
     ///   - info: discovery info published with it and told to peers in the hello.
-    ///   - discoveries: at least one backend; the node is published on each.
+    ///   - discoveries: the backends to publish on; with none, the node is reachable only at
+    ///     addresses its peers were given.
     public init(node: Node, service: ServiceType, info: DiscoveryInfo = DiscoveryInfo(), discoveries: [Discovery]) {
-        precondition(!discoveries.isEmpty, "an advertiser needs at least one discovery backend")
         self.node = node
         self.service = service
         self.info = info
@@ -45,7 +53,7 @@ public final class Advertiser: Sendable {
     }
 
     /// Starts listening (if not yet), publishes on every backend, and starts delivering
-    /// invitations. Throws when no backend could publish; a backend that fails while another
+    /// invitations. Throws when there were backends and none could publish; a backend that fails while another
     /// succeeded is reported on `notices`. Publishing (D-Bus round trips that may take
     /// seconds) runs on a thread of its own, never on the cooperative pool.
     public func start() async throws {
@@ -70,7 +78,7 @@ public final class Advertiser: Sendable {
                 failures.append(error)
             }
         }
-        if failures.count == discoveries.count, let first = failures.first {
+        if !failures.isEmpty, failures.count == discoveries.count, let first = failures.first {
             await node.setInvitationHandler(nil)
             await node.setAdvertisedInfo(nil)
             throw first

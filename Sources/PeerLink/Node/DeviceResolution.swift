@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 extension Node {
     /// Learns who a device is that advertised only the first bytes of its peer ID (a Bluetooth

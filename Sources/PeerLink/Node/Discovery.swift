@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 /// What a discovery backend reports while browsing.
 public enum DiscoveryEvent: Sendable, Equatable {

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import PeerLinkCore
+import PeerLinkWire
 
 /// What a node made of one incoming connection: why it ended before the handshake finished,
 /// or what the node decided about the link.

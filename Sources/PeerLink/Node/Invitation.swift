@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import PeerLinkCore
+import PeerLinkWire
 
 /// An invitation from a remote peer, handed to the application by an `Advertiser`.
 /// Answer it once with `accept(into:)` or `decline()`; unanswered, it is declined when its

@@ -1,5 +1,7 @@
 import Foundation
 @preconcurrency import Crypto
+import PeerLinkCore
+import PeerLinkWire
 
 /// This device on the network: its identity, its listening transports and the routing of
 /// incoming links to invitations and sessions.

@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 /// The edge of `LinkUpgrade` for one peer: proposes a set-up medium (Wi-Fi Direct) when bulk
 /// traffic starts while only Bluetooth links are up, carries out the negotiation's actions

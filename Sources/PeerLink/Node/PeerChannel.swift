@@ -1,5 +1,7 @@
 import Foundation
 @preconcurrency import Crypto
+import PeerLinkCore
+import PeerLinkWire
 
 /// Serves one remote peer of a session: owns its links, drives the sans-I/O `SessionCore`
 /// with their frames and a timer, and turns the core's events into session events.

@@ -1,6 +1,8 @@
 /// Merges what several discovery backends (Avahi, BlueZ, …) report into one record per peer
 /// ID: a peer seen over Wi-Fi and Bluetooth is one peer with the endpoints of both. Pure state,
 /// no I/O; the browser feeds it every backend's events.
+import PeerLinkCore
+import PeerLinkWire
 struct PeerRecords: Sendable {
     /// The latest record of each peer per backend (index into the browser's discoveries).
     private var bySource: [Int: [PeerID: PeerInfo]] = [:]

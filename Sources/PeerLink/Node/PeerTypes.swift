@@ -1,6 +1,6 @@
 import Foundation
-@_exported import PeerLinkWire
-@_exported import PeerLinkCore
+import PeerLinkWire
+import PeerLinkCore
 
 /// A peer found by a browser: who it is, what it publishes and where it can be reached.
 public struct PeerInfo: Sendable, Hashable, Codable {

@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 /// A file a peer offers to send.
 public struct ResourceOffer: Sendable, Hashable {

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import PeerLinkCore
+import PeerLinkWire
 
 /// A group of connected peers exchanging messages, resources and streams.
 ///

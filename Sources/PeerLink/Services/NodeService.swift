@@ -1,5 +1,6 @@
 import PeerLinkCore
 import Synchronization
+import PeerLinkWire
 
 /// A protocol PeerLink runs with the peers of a session for itself, not for the application:
 /// resources (files) today, store-and-forward and relay next. Registered with the `Node`

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLinkCore
+import PeerLinkWire
 
 /// Resources (files) with one peer — PeerLink's first node-level service (PROTOCOL §10): the
 /// offer, the receiver's space check and acceptance, the bytes within credit, the receiver's

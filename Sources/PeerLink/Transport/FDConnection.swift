@@ -33,7 +33,7 @@ import Glibc
 ///
 /// Every continuation is resumed outside the lock, once: it is removed from the state under
 /// the lock by whoever resumes it.
-public final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Sendable {
+package final class FDConnection: MessageConnection, IOLoopHandler, @unchecked Sendable {
     /// The medium the socket belongs to.
     public let medium: Medium
     public let remoteDescription: String

@@ -10,7 +10,7 @@ import Glibc
 ///
 /// Received on the process's `IOLoop` (no thread of its own); sends never wait: a datagram
 /// the socket has no room for is dropped like any other lost datagram.
-public final class UDPSocket: IOLoopHandler, @unchecked Sendable {
+package final class UDPSocket: IOLoopHandler, @unchecked Sendable {
     let fd: Int32
     private let loop: IOLoop
     private var token: UInt64 = 0  // set once in init

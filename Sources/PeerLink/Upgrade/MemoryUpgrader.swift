@@ -1,4 +1,6 @@
 import Foundation
+import PeerLinkCore
+import PeerLinkWire
 
 extension Medium {
     /// A negotiated Wi-Fi-class medium on a `MemoryNetwork`: the upgrade's stand-in in policy

@@ -1,5 +1,7 @@
 import Foundation
 import PeerLink
+import PeerLinkCore
+import PeerLinkWire
 
 /// Discovery over Bluetooth through bluetoothd's D-Bus API, on behalf of one node.
 ///

@@ -1,0 +1,45 @@
+import PeerLinkCore
+import PeerLinkWire
+
+// The words of PeerLink's API that are defined below it, in the wire codecs and the sans-I/O
+// core, named here so that `import PeerLink` is all an application needs. Everything else in
+// those modules is PeerLink's own machinery.
+
+/// A peer's identity on every medium: 32 base32 characters derived from its public key.
+public typealias PeerID = PeerLinkWire.PeerID
+
+/// An application's service name (MultipeerConnectivity's rules: 1–15 lowercase letters,
+/// digits and hyphens); peers find each other only within one service.
+public typealias ServiceType = PeerLinkWire.ServiceType
+
+/// The key–value pairs an advertiser publishes beside its peer ID and name.
+public typealias DiscoveryInfo = PeerLinkWire.DiscoveryInfo
+
+/// What a node publishes: its peer ID, name, protocol version and discovery info. A
+/// ``Discovery`` implementation hands it to its medium.
+public typealias Advertisement = PeerLinkWire.Advertisement
+
+/// Why bytes, a name or a record were rejected (an invalid service type, discovery info that
+/// breaks the rules, a malformed frame).
+public typealias WireError = PeerLinkWire.WireError
+
+/// A node's long-term key pair; the peer ID is derived from its public key.
+public typealias Identity = PeerLinkCore.Identity
+
+/// The rules that choose which of a peer's links carries what (docs/LINK-POLICY.md).
+public typealias LinkPolicy = PeerLinkCore.LinkPolicy
+
+/// The kind of radio under a link, as far as the link policy cares.
+public typealias LinkClass = PeerLinkCore.LinkClass
+
+/// A link's number, unique within its node.
+public typealias LinkID = PeerLinkCore.LinkID
+
+/// A session's tunables: windows, keepalives, timeouts.
+public typealias SessionConfig = PeerLinkCore.SessionConfig
+
+/// One step of a faster link's negotiation (Wi-Fi Direct), as reported in a session's events.
+public typealias UpgradeEvent = PeerLinkCore.UpgradeEvent
+
+/// The code two owners compare to check that each device holds the other's real key.
+public typealias VerificationCode = PeerLinkCore.VerificationCode
