@@ -305,7 +305,7 @@ final class SlowReaderTests: XCTestCase {
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let sentWhileNobodyReads = progress.value
         XCTAssertLessThan(sentWhileNobodyReads, total, "the sender is paused while the receiver does not read")
-        XCTAssertLessThan(sa.queue.count, 2_000, "unread events stay bounded (window-sized), not \(sa.queue.count)")
+        XCTAssertLessThan(sa.queue.unread, 2_000, "unread events stay bounded (window-sized), not \(sa.queue.unread)")
 
         let got = try await collect(total, "reliable messages", from: sa, within: 60) { e -> Int? in
             guard case let .message(_, bytes, .reliable) = e else { return nil }

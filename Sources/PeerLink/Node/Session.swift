@@ -50,7 +50,7 @@ public final class Session: Sendable {
     public let events: Events
     /// Unread events above which senders are paused.
     public let maxUnreadEvents: Int
-    let queue = EventQueue()
+    let queue = EventBroadcast<Event>()
     let registry = ChannelRegistry()
     private let managers = ManagerRegistry()
     /// Whether this session has asked the node's upgraders to stand by (and owes them a
@@ -83,21 +83,35 @@ public final class Session: Sendable {
     }
 
     /// The session's events; reading one lets the session acknowledge more data.
+    ///
+    /// Several tasks may each iterate it: every iteration (each `for await` loop) gets every
+    /// event from the moment it starts, in order. Events that arrive while nobody iterates
+    /// wait for the next iteration to start; none is dropped. The slowest iteration sets the
+    /// pace: while it is more than `maxUnreadEvents` behind, reliable data is not acknowledged.
     public struct Events: AsyncSequence, Sendable {
         public typealias Element = Event
-        let queue: EventQueue
+        let queue: EventBroadcast<Event>
 
-        /// Ends (returns nil) only when the reading task is cancelled.
+        /// One iteration's place in the events. Ends (returns nil) only when the reading task
+        /// is cancelled.
         public struct AsyncIterator: AsyncIteratorProtocol {
-            let queue: EventQueue
-            public mutating func next() async -> Event? { await queue.next() }
+            let reader: Reader
+            public mutating func next() async -> Event? { await reader.queue.next(reader.id) }
         }
 
-        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue) }
+        /// Holds an iteration's subscription; dropping the iterator lets its unread events go.
+        final class Reader: Sendable {
+            let queue: EventBroadcast<Event>
+            let id: UInt64
+            init(_ queue: EventBroadcast<Event>) { self.queue = queue; id = queue.subscribe() }
+            deinit { queue.unsubscribe(id) }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: Reader(queue)) }
     }
 
     /// Whether readers are behind (used by channels to pause acknowledgements).
-    var readerIsBehind: Bool { queue.count > maxUnreadEvents }
+    var readerIsBehind: Bool { queue.unread > maxUnreadEvents }
 
     /// Peers with at least one live link.
     public func connectedPeers() async -> [PeerID] {
@@ -398,7 +412,7 @@ extension Session {
 
     /// Every channel's state, for diagnosing a transfer that does not progress (tests, logs).
     func debugState() async -> String {
-        var lines: [String] = ["unread events: \(queue.count)"]
+        var lines: [String] = ["unread events: \(queue.unread) (readers: \(queue.readerCount))"]
         for c in registry.all() { lines.append(await c.debugState()) }
         return lines.joined(separator: "\n")
     }

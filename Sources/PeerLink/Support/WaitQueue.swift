@@ -1,9 +1,9 @@
 import Synchronization
 
-/// PeerLink's one queue between producers and the tasks that wait for what they produce: a
-/// session's events (`EventQueue`), a stream's incoming bytes (`StreamBuffer`). In order, each
-/// element taken once, unbounded (its users bound it: a session pauses acknowledgements while
-/// its reader is behind, a stream grants credit only for what was read). Several readers are
+/// PeerLink's one queue between a producer and the tasks that wait for what it produces: a
+/// stream's incoming bytes (`StreamBuffer`); a session's events, which several readers each
+/// read in full, are an `EventBroadcast`. In order, each element taken once, unbounded (its
+/// user bounds it: a stream grants credit only for what was read). Several readers are
 /// served in the order they started waiting. A reader whose task is cancelled while it waits
 /// gets nil and takes nothing. Once finished, readers drain what is left, then get nil, or the
 /// error the queue was finished with.
@@ -99,9 +99,6 @@ final class WaitQueue<Element: Sendable, Failure: Error>: Sendable {
         return e
     }
 }
-
-/// A session's events on their way from the channels that emit them to the tasks that read them.
-typealias EventQueue = WaitQueue<Session.Event, Never>
 
 /// An incoming stream's bytes, read by the application.
 typealias StreamBuffer = WaitQueue<[UInt8], PeerLinkError>

@@ -3,9 +3,12 @@ import TestKit
 import XCTest
 @testable import PeerLink
 
-/// The session's event queue: order, one delivery per event, readers served in the order
-/// they waited, and a cancelled reader that ends with nil without taking an event.
-final class EventQueueTests: XCTestCase {
+/// `WaitQueue` (a stream's incoming bytes; a session's events before they could be read by
+/// several loops): order, one delivery per element, readers served in the order they waited,
+/// and a cancelled reader that ends with nil without taking an element.
+private typealias EventQueue = WaitQueue<Session.Event, Never>
+
+final class WaitQueueTests: XCTestCase {
     private static let peer = PeerID(publicKey: [UInt8](repeating: 7, count: 32))
 
     private static func message(_ i: Int) -> Session.Event { .message(from: peer, bytes: [UInt8(i & 0xff), UInt8(i >> 8)], mode: .reliable) }
