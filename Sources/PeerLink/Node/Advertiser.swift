@@ -185,6 +185,14 @@ public final class Browser: Sendable {
         if !running.isEmpty { Runtime.detach("pl.unbrowse") { for h in running { h.stop() } } }
     }
 
+    /// `stop()`, returning once the backends' teardown is done.
+    func stopAndWait() async {
+        records.stop()
+        sink.finish()
+        let running = handles.compactMap { $0.take() }
+        if !running.isEmpty { await Runtime.offload("pl.unbrowse") { for h in running { h.stop() } } }
+    }
+
     /// Invites a found peer into `session` (see `Node.invite`).
     public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Double = 30) async throws {
         try await node.invite(peer, to: session, context: context, timeout: timeout)

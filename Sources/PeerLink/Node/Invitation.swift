@@ -22,7 +22,11 @@ public final class Invitation: Sendable {
     }
 
     /// Accepts: the peer joins `session`.
-    public func accept(into session: Session) { answer.fulfil(session) }
+    public func accept(into session: Session) {
+        // Counted until the link has joined, so that a `disconnect()` right after waits for it.
+        session.joining.begin()
+        if !answer.fulfil(session) { session.joining.end() }
+    }
     /// Declines: the inviter's `invite` fails with `invitationDeclined`. Only the first answer
     /// counts.
     public func decline() { answer.fulfil(nil) }
@@ -42,15 +46,19 @@ public final class Invitation: Sendable {
 final class OneShot<T: Sendable>: Sendable {
     private let state = Mutex<(result: T?, done: Bool, waiters: [CheckedContinuation<T, Never>])>((nil, false, []))
 
-    func fulfil(_ v: T) {
-        let w: [CheckedContinuation<T, Never>] = state.withLock { s in
-            guard !s.done else { return [] }
+    /// Sets the value; returns false (and changes nothing) if it was set before.
+    @discardableResult
+    func fulfil(_ v: T) -> Bool {
+        let w: [CheckedContinuation<T, Never>]? = state.withLock { s in
+            guard !s.done else { return nil }
             s.done = true
             s.result = v
             defer { s.waiters.removeAll() }
             return s.waiters
         }
+        guard let w else { return false }
         for c in w { c.resume(returning: v) }
+        return true
     }
 
     func value() async -> T {

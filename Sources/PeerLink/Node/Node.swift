@@ -204,6 +204,7 @@ public actor Node {
                     let attached = Task { _ = await session.attach(link, initiator: false) }
                     accepting[remote] = (link.remoteHello.sessionToken, attached)
                     await attached.value
+                    session.joining.end()
                     if accepting[remote]?.attached == attached { accepting[remote] = nil }
                 } else {
                     await link.connection.flush()

@@ -51,6 +51,8 @@ public final class Session: Sendable {
     /// Unread events above which senders are paused.
     public let maxUnreadEvents: Int
     let queue = EventBroadcast<Event>()
+    /// Invitations accepted into this session whose link is still joining.
+    let joining = PendingCount()
     let registry = ChannelRegistry()
     private let managers = ManagerRegistry()
     /// Whether this session has asked the node's upgraders to stand by (and owes them a
@@ -209,8 +211,10 @@ public final class Session: Sendable {
         return out
     }
 
-    /// Leaves the session gracefully: peers are told, then links close.
+    /// Leaves the session gracefully: peers are told, then links close. Peers whose
+    /// invitation was accepted into it and are still joining are waited for and left too.
     public func disconnect() async {
+        await joining.wait()
         for c in registry.all() { await c.leave() }
         if standing.end() {
             for u in node.upgraders { node.pendingTeardowns.start { await u.standDown() } }
