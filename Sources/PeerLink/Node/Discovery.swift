@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PeerLinkCore
 import PeerLinkWire
 
@@ -35,10 +36,12 @@ public protocol Discovery: Sendable {
 }
 
 /// In-process discovery for tests and the in-memory medium.
-public final class MemoryDiscovery: Discovery, @unchecked Sendable {
-    private let lock = NSLock()
-    private var records: [ServiceType: [PeerID: PeerInfo]] = [:]
-    private var browsers: [UUID: (ServiceType, @Sendable (DiscoveryEvent) -> Void)] = [:]
+public final class MemoryDiscovery: Discovery {
+    private struct State {
+        var records: [ServiceType: [PeerID: PeerInfo]] = [:]
+        var browsers: [UUID: (ServiceType, @Sendable (DiscoveryEvent) -> Void)] = [:]
+    }
+    private let state = Mutex(State())
     /// The memory-transport address each published node listens on, by peer.
     public let addressOf: @Sendable (PeerID) -> String
 
@@ -55,29 +58,29 @@ public final class MemoryDiscovery: Discovery, @unchecked Sendable {
         }
         let info = PeerInfo(peerID: ad.peerID, displayName: ad.displayName, info: ad.info.entries,
                             endpoints: [TransportEndpoint(medium: .memory, host: addressOf(ad.peerID), port: port)])
-        let targets = lock.withLock {
-            records[service, default: [:]][ad.peerID] = info
-            return browsers.values.filter { $0.0 == service }.map(\.1)
+        let targets = state.withLock { s in
+            s.records[service, default: [:]][ad.peerID] = info
+            return s.browsers.values.filter { $0.0 == service }.map(\.1)
         }
         for t in targets { t(.found(info)) }
         return Handle { [weak self] in self?.unpublish(ad.peerID, service) }
     }
 
     private func unpublish(_ peer: PeerID, _ service: ServiceType) {
-        let targets: [@Sendable (DiscoveryEvent) -> Void] = lock.withLock {
-            guard records[service]?.removeValue(forKey: peer) != nil else { return [] }
-            return browsers.values.filter { $0.0 == service }.map(\.1)
+        let targets: [@Sendable (DiscoveryEvent) -> Void] = state.withLock { s in
+            guard s.records[service]?.removeValue(forKey: peer) != nil else { return [] }
+            return s.browsers.values.filter { $0.0 == service }.map(\.1)
         }
         for t in targets { t(.lost(peer)) }
     }
 
     public func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle {
         let id = UUID()
-        let existing = lock.withLock {
-            browsers[id] = (service, handler)
-            return Array((records[service] ?? [:]).values)
+        let existing = state.withLock { s in
+            s.browsers[id] = (service, handler)
+            return Array((s.records[service] ?? [:]).values)
         }
         for r in existing { handler(.found(r)) }
-        return Handle { [weak self] in self?.lock.withLock { _ = self?.browsers.removeValue(forKey: id) } }
+        return Handle { [weak self] in self?.state.withLock { _ = $0.browsers.removeValue(forKey: id) } }
     }
 }

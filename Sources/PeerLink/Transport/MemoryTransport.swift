@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Properties of an in-memory link, per direction.
 public struct MemoryLinkConditions: Sendable, Equatable {
@@ -24,73 +25,75 @@ public struct MemoryLinkConditions: Sendable, Equatable {
 }
 
 /// A process-local network of named in-memory endpoints, for deterministic policy tests.
-public final class MemoryNetwork: @unchecked Sendable {
-    private let lock = NSLock()
-    private var listeners: [String: @Sendable (MessageConnection) -> Void] = [:]
-    private var pipes: [String: [MemoryConnection]] = [:]
+public final class MemoryNetwork: Sendable {
+    private struct State {
+        var listeners: [String: @Sendable (MessageConnection) -> Void] = [:]
+        var pipes: [String: [MemoryConnection]] = [:]
+        var conditions: [String: MemoryLinkConditions] = [:]
+        var unreachable: Set<String> = []
+    }
+    private let state = Mutex(State())
     /// Conditions applied to new connections to an address.
     public var conditions: [String: MemoryLinkConditions] {
-        get { lock.withLock { _conditions } }
-        set { lock.withLock { _conditions = newValue } }
+        get { state.withLock { $0.conditions } }
+        set { state.withLock { $0.conditions = newValue } }
     }
-    private var _conditions: [String: MemoryLinkConditions] = [:]
-    private var unreachable: Set<String> = []
 
     /// An empty network: no listeners, no conditions.
     public init() {}
 
     func register(_ address: String, _ handler: @escaping @Sendable (MessageConnection) -> Void) throws {
-        try lock.withLock {
-            guard listeners[address] == nil else { throw TransportError.system(operation: "listen on memory address \(address)", errno: EADDRINUSE) }
-            listeners[address] = handler
+        try state.withLock { s in
+            guard s.listeners[address] == nil else { throw TransportError.system(operation: "listen on memory address \(address)", errno: EADDRINUSE) }
+            s.listeners[address] = handler
         }
     }
 
-    func unregister(_ address: String) { lock.withLock { _ = listeners.removeValue(forKey: address) } }
+    func unregister(_ address: String) { state.withLock { _ = $0.listeners.removeValue(forKey: address) } }
 
     func connect(from: String, to address: String, medium: Medium = .memory) throws -> MessageConnection {
-        let (handler, cond, down): ((@Sendable (MessageConnection) -> Void)?, MemoryLinkConditions, Bool) = lock.withLock {
-            (listeners[address], _conditions[address] ?? MemoryLinkConditions(), unreachable.contains(address))
+        let (handler, cond, down): ((@Sendable (MessageConnection) -> Void)?, MemoryLinkConditions, Bool) = state.withLock { s in
+            (s.listeners[address], s.conditions[address] ?? MemoryLinkConditions(), s.unreachable.contains(address))
         }
         guard !down else { throw TransportError.system(operation: "connect to memory://\(address)", errno: EHOSTUNREACH) }
         guard let handler else { throw TransportError.system(operation: "connect to memory://\(address)", errno: ECONNREFUSED) }
         let ab = MemoryPipe(conditions: cond), ba = MemoryPipe(conditions: cond)
         let client = MemoryConnection(send: ab, receive: ba, remote: address, medium: medium, maxMessage: cond.maxMessage)
         let server = MemoryConnection(send: ba, receive: ab, remote: from, medium: medium, maxMessage: cond.maxMessage)
-        lock.withLock { pipes[address, default: []].append(contentsOf: [client, server]) }
+        state.withLock { $0.pipes[address, default: []].append(contentsOf: [client, server]) }
         handler(server)
         return client
     }
 
     /// The open connections to `address`, both ends (tests inspect what was sent).
-    func connections(to address: String) -> [MemoryConnection] { lock.withLock { pipes[address] ?? [] } }
+    func connections(to address: String) -> [MemoryConnection] { state.withLock { $0.pipes[address] ?? [] } }
 
     /// Silently blackholes every connection to `address`: nothing more is delivered and
     /// nobody is told (like a radio going out of range). New connections to it fail until
     /// `restore(_:)`.
     public func cut(_ address: String) {
-        for c in lock.withLock({ unreachable.insert(address); return pipes[address] ?? [] }) { c.blackhole() }
+        for c in state.withLock({ s in s.unreachable.insert(address); return s.pipes[address] ?? [] }) { c.blackhole() }
     }
 
     /// Closes every connection to `address`, as when a radio is switched off. New connections
     /// to it fail until `restore(_:)`.
     public func drop(_ address: String) {
-        for c in lock.withLock({ unreachable.insert(address); return pipes.removeValue(forKey: address) ?? [] }) { c.close() }
+        for c in state.withLock({ s in s.unreachable.insert(address); return s.pipes.removeValue(forKey: address) ?? [] }) { c.close() }
     }
 
     /// Changes the conditions of `address`: for new connections and for the ones already open
     /// (messages already queued keep their timing).
     public func setConditions(_ c: MemoryLinkConditions, for address: String) {
-        let open = lock.withLock { () -> [MemoryConnection] in
-            _conditions[address] = c
-            return pipes[address] ?? []
+        let open = state.withLock { s -> [MemoryConnection] in
+            s.conditions[address] = c
+            return s.pipes[address] ?? []
         }
         for conn in open { conn.setConditions(c) }
     }
 
     /// Makes `address` reachable again after `cut` or `drop` (the radio is back in range).
     public func restore(_ address: String) {
-        lock.withLock { _ = unreachable.remove(address) }
+        state.withLock { _ = $0.unreachable.remove(address) }
     }
 }
 

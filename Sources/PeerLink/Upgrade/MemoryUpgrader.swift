@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PeerLinkCore
 import PeerLinkWire
 
@@ -12,22 +13,24 @@ extension Medium {
 /// Set-up medium on a `MemoryNetwork`: "forming a group" registers a fresh address that the
 /// node listens on; "joining" returns it to dial. Tests choose what it can do, make a step
 /// fail, and tear a group down as the system would.
-public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
+public final class MemoryUpgrader: LinkUpgrader {
     public let medium: Medium
     /// The network its groups get addresses on.
     public let network: MemoryNetwork
     /// Prefix of the addresses this node's groups get.
     public let name: String
-    private let lock = NSLock()
-    private var roles: LinkSetup.Roles
-    private var reason: String
-    private var failing: String?
-    private var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
-    private var left: [UpgradeID] = []
-    private var prepared: [UpgradeID] = []
-    private var standBys = 0
-    private var leaveDelay: Double = 0
-    private var unreachableFor: Double = 0
+    private struct State {
+        var roles: LinkSetup.Roles
+        var reason: String
+        var failing: String?
+        var groups: [UpgradeID: (address: String, listener: TransportListener)] = [:]
+        var left: [UpgradeID] = []
+        var prepared: [UpgradeID] = []
+        var standBys = 0
+        var leaveDelay: Double = 0
+        var unreachableFor: Double = 0
+    }
+    private let state: Mutex<State>
     /// Bandwidth, delay and loss of the links on groups this node forms.
     public let groupConditions: MemoryLinkConditions
 
@@ -39,27 +42,26 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
         self.network = network
         self.groupConditions = groupConditions
         self.name = name
-        self.roles = roles
-        self.reason = reason
+        self.state = Mutex(State(roles: roles, reason: reason))
         self.medium = medium
     }
 
     public var transport: Transport { MemoryTransport(network: network, address: "\(name)/joiner", emulating: medium) }
 
     public func availability() async -> LinkUpgrade.Availability {
-        lock.withLock { LinkUpgrade.Availability(roles: roles, reason: reason) }
+        state.withLock { LinkUpgrade.Availability(roles: $0.roles, reason: $0.reason) }
     }
 
     /// Makes the next `host` or `join` fail with `why` (nil: succeed).
-    public func failNextStep(_ why: String?) { lock.withLock { failing = why } }
+    public func failNextStep(_ why: String?) { state.withLock { $0.failing = why } }
 
     public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
-        if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }
+        if let why = state.withLock({ s -> String? in defer { s.failing = nil }; return s.failing }) { throw TransportError.unsupported(why) }
         let address = "\(name)/group-\(id.peer.short)-\(id.id)"
         network.setConditions(groupConditions, for: address)
         let listener = try listen(MemoryTransport(network: network, address: address, emulating: medium))
-        lock.withLock { groups[id] = (address, listener) }
-        let wait = lock.withLock { unreachableFor }
+        state.withLock { $0.groups[id] = (address, listener) }
+        let wait = state.withLock { $0.unreachableFor }
         if wait > 0 {
             // As a host whose address is still in DAD: dials fail until it is done.
             network.cut(address)
@@ -73,19 +75,19 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
 
     /// Makes each group this node hosts unreachable (dials fail with EHOSTUNREACH) for this
     /// long after it is handed out, as a Wi-Fi host whose address is still in DAD (tests).
-    public func handOutBeforeReachable(by seconds: Double) { lock.withLock { unreachableFor = seconds } }
+    public func handOutBeforeReachable(by seconds: Double) { state.withLock { $0.unreachableFor = seconds } }
 
     /// Only noted (`preparedJoins`): a memory group needs nothing before its address.
-    public func prepare(_ id: UpgradeID) { lock.withLock { prepared.append(id) } }
+    public func prepare(_ id: UpgradeID) { state.withLock { $0.prepared.append(id) } }
 
     /// Only counted (`sessionsStandingBy`): a memory medium has nothing to get ready.
-    public func standBy() { lock.withLock { standBys += 1 } }
-    public func standDown() async { lock.withLock { standBys -= 1 } }
+    public func standBy() { state.withLock { $0.standBys += 1 } }
+    public func standDown() async { state.withLock { $0.standBys -= 1 } }
     /// `standBy` calls not yet balanced by `standDown`.
-    public var sessionsStandingBy: Int { lock.withLock { standBys } }
+    public var sessionsStandingBy: Int { state.withLock { $0.standBys } }
 
     public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
-        if let why = lock.withLock({ () -> String? in defer { failing = nil }; return failing }) { throw TransportError.unsupported(why) }
+        if let why = state.withLock({ s -> String? in defer { s.failing = nil }; return s.failing }) { throw TransportError.unsupported(why) }
         guard let raw = parameters.first(where: { $0.name == "address" })?.value, let address = String(validating: raw, as: UTF8.self),
               !address.isEmpty else {
             throw TransportError.badAddress("the host's set-up names no address")
@@ -94,14 +96,14 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     }
 
     /// Makes each `leave` take this long, as removing a real group does (tests).
-    public func delayLeaves(by seconds: Double) { lock.withLock { leaveDelay = seconds } }
+    public func delayLeaves(by seconds: Double) { state.withLock { $0.leaveDelay = seconds } }
 
     public func leave(_ id: UpgradeID) async {
-        let delay = lock.withLock { leaveDelay }
+        let delay = state.withLock { $0.leaveDelay }
         if delay > 0 { try? await Runtime.sleep(nanoseconds: UInt64(delay * 1e9)) }
-        let g = lock.withLock { () -> (address: String, listener: TransportListener)? in
-            left.append(id)
-            return groups.removeValue(forKey: id)
+        let g = state.withLock { s -> (address: String, listener: TransportListener)? in
+            s.left.append(id)
+            return s.groups.removeValue(forKey: id)
         }
         guard let g else { return }
         g.listener.close()
@@ -109,11 +111,11 @@ public final class MemoryUpgrader: LinkUpgrader, @unchecked Sendable {
     }
 
     /// Addresses of the groups this node hosts now.
-    public var hostedGroups: [String] { lock.withLock { groups.values.map(\.address) } }
+    public var hostedGroups: [String] { state.withLock { $0.groups.values.map(\.address) } }
     /// Negotiations this node has left (host or join side).
-    public var leftGroups: [UpgradeID] { lock.withLock { left } }
+    public var leftGroups: [UpgradeID] { state.withLock { $0.left } }
     /// Negotiations this node was asked to prepare to join.
-    public var preparedJoins: [UpgradeID] { lock.withLock { prepared } }
+    public var preparedJoins: [UpgradeID] { state.withLock { $0.prepared } }
 
     /// Tears down a hosted group from outside, as the system would (radio off, group removed):
     /// every link on it closes at once.
