@@ -24,11 +24,11 @@ extension FieldDaemon {
             return
         }
         let context = String(bytes: inv.context, encoding: .utf8) ?? ""
-        let (isNew, superseded) = pending.ask(peer: inv.peer, name: inv.displayName, context: context, timeout: inv.timeout,
+        let (isNew, superseded) = pending.ask(peer: inv.peer, name: inv.displayName, context: context, timeout: inv.timeout.inSeconds,
                                               ticket: inv, now: now, wall: clock().millisecondsSince1970)
         // The peer asked again before its earlier invitation lapsed: the latest one is answered.
         if let superseded, superseded !== inv { superseded.decline() }
-        let wait = min(max(inv.timeout, 0), PendingList<Invitation>.longestWait)
+        let wait = min(max(inv.timeout.inSeconds, 0), PendingList<Invitation>.longestWait)
         log.notice("invitation from a peer not in the trust store waits for the owner's answer",
                    metadata: ["peer": "\(inv.displayName) [\(inv.peer)]", "seconds": "\(Int(wait))",
                               "answer": "peerlink pending accept \(inv.peer)"])

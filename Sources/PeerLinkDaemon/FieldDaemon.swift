@@ -205,7 +205,7 @@ public actor FieldDaemon {
         let session = self.session, log = self.log
         Task {
             do {
-                try await parts.browser.invite(info, to: session, timeout: 30)
+                try await parts.browser.invite(info, to: session, timeout: .seconds(30))
             } catch {
                 log.notice("could not invite a peer items wait for", metadata: ["peer": "\(info.displayName) [\(peer)]", "error": "\(error)"])
             }

@@ -104,7 +104,7 @@ public final class IPLabAgent: @unchecked Sendable {
                 }
             }
         })
-        try await node.invite(PeerInfo(peerID: peer, displayName: "receiver", info: [:], endpoints: endpoints), to: session, timeout: 10)
+        try await node.invite(PeerInfo(peerID: peer, displayName: "receiver", info: [:], endpoints: endpoints), to: session, timeout: .seconds(10))
         send(.mark(.init(at: clock.now, kind: "start", text: "invited over \(endpoints.map(\.description).joined(separator: ", "))")))
 
         let sampling = RunParts.sampleCarriers(session, clock: clock, duration: scenario.duration, intervalMs: 25) { linkName($0.remote) }

@@ -111,7 +111,7 @@ struct InProcessRun {
         }
 
         trace("inviting \(info.endpoints)")
-        try await a.invite(info, to: sa, timeout: 30)
+        try await a.invite(info, to: sa, timeout: .seconds(30))
         clock.start()
         trace("invited")
         log.add(clock.now, "start", "invited over \(initial.map(\.name).joined(separator: ", "))")

@@ -85,7 +85,7 @@ struct MeshRun {
                     if invited { await session.update(info); continue }
                     while !Task.isCancelled, clock.now < scenario.duration {
                         do {
-                            try await node.invite(info, to: session, timeout: 10)
+                            try await node.invite(info, to: session, timeout: .seconds(10))
                             invited = true
                             log.add(clock.now, "event", "\(dialer) invited \(listener) over \(l.name)")
                             break

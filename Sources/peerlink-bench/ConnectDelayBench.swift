@@ -158,7 +158,7 @@ enum ConnectDelayBench {
         }
         let info = PeerInfo(peerID: a.peerID, displayName: "delay-a", info: [:], endpoints: [endpoint(relay.port)])
         let start = DispatchTime.now().uptimeNanoseconds
-        try await b.invite(info, to: sb, timeout: 10)
+        try await b.invite(info, to: sb, timeout: .seconds(10))
         try await sb.send([1], to: [a.peerID])
         let end = await arrived.value
         await sb.disconnect()

@@ -45,7 +45,7 @@ enum HandoverBench {
         let session = Session(node: node, policy: policy(copy: args.count == 7))
         let info = PeerInfo(peerID: peer, displayName: "receiver", info: [:], endpoints: [
             TransportEndpoint(medium: .tcp, host: args[1], port: port), TransportEndpoint(medium: .tcp, host: args[2], port: port)])
-        try await node.invite(info, to: session, timeout: 10)
+        try await node.invite(info, to: session, timeout: .seconds(10))
         // Wait for the second path's link (the link manager adds it).
         for _ in 0..<100 where (await session.links()).first?.links.count ?? 0 < 2 { try await Task.sleep(nanoseconds: 50_000_000) }
         let links = (await session.links()).first?.links.count ?? 0

@@ -99,7 +99,7 @@ func sessionPair() async throws -> (Session, Session, PeerID) {
     Task { for await i in adv.invitations { i.accept(into: sa) } }
     guard let port = try await a.start()[.tcp] else { throw TransportError.closed }
     let info = PeerInfo(peerID: a.peerID, displayName: "bench-a", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
-    try await b.invite(info, to: sb, timeout: 5)
+    try await b.invite(info, to: sb, timeout: .seconds(5))
     return (sa, sb, a.peerID)
 }
 
@@ -189,7 +189,7 @@ func idleSessions(peers: Int) async throws {
     for i in 0..<peers {
         let b = try Node(identity: Identity(), displayName: "idle-\(i)", transports: [TCPTransport(bindHost: "127.0.0.1")])
         let sb = Session(node: b)
-        try await b.invite(info, to: sb, timeout: 10)
+        try await b.invite(info, to: sb, timeout: .seconds(10))
         sessions.append(sb)
     }
     try await Task.sleep(for: .seconds(2))  // let connection set-up threads finish
@@ -356,7 +356,7 @@ func bluetoothSession(listener: Transport, dialler: Transport, medium: Medium, r
     Task { for await i in adv.invitations { i.accept(into: sa) } }
     guard let port = try await a.start()[medium] else { throw TransportError.closed }
     let info = PeerInfo(peerID: a.peerID, displayName: "bench-rx", info: [:], endpoints: [TransportEndpoint(medium: medium, host: remote, port: port)])
-    try await b.invite(info, to: sb, timeout: 30)
+    try await b.invite(info, to: sb, timeout: .seconds(30))
     let size = 32 * 1024
     let count = max(1, bytes / size)
     let done = Task { () -> Double in

@@ -43,7 +43,7 @@ final class Dialling: @unchecked Sendable {
         let p = try await directory.find(selector, service: service.name, timeout: lookupTimeout)
         peer = p
         output.emit("inviting \(describe(p))", ["event": "inviting"].merging(json(p)) { a, _ in a })
-        try await node.invite(p, to: session, context: context, timeout: 30)
+        try await node.invite(p, to: session, context: context, timeout: .seconds(30))
         return p
     }
 
@@ -55,7 +55,7 @@ final class Dialling: @unchecked Sendable {
             attempt += 1
             if let p = (directory.all.first { $0.peerID == peer?.peerID }) ?? peer {
                 do {
-                    try await node.invite(p, to: session, context: context, timeout: 10)
+                    try await node.invite(p, to: session, context: context, timeout: .seconds(10))
                     return true
                 } catch {
                     if attempt == 1 || attempt % 10 == 0 {

@@ -22,7 +22,7 @@ final class AdvertiserWithoutDiscoveryTests: XCTestCase {
         }
         let address = PeerInfo(peerID: a.peerID, displayName: "listener", info: [:],
                                endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)])
-        try await b.invite(address, to: sb, context: Array("hello".utf8), timeout: 10)
+        try await b.invite(address, to: sb, context: Array("hello".utf8), timeout: .seconds(10))
         let context = await asked.value
         XCTAssertEqual(context, Array("hello".utf8), "the advertiser handed the invitation to the application")
 

@@ -112,7 +112,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         }
         let peer = try XCTUnwrap(again, "B found A again after bluetoothd came back")
         labLog(String(format: "A found again %.2f s after the restart began", Date().timeIntervalSince(t0)))
-        try await b.invite(peer, to: sb, timeout: 30)
+        try await b.invite(peer, to: sb, timeout: .seconds(30))
         let got = Task { try await collect(sa, count: 1) }
         try await sb.send(Array("after restart".utf8), to: [a.peerID])
         let received = try await got.value
@@ -341,7 +341,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         XCTAssertEqual(peer.endpoints.map(\.medium), [medium])
         XCTAssertEqual(peer.endpoints.first?.host.uppercased(), rx.uppercased())
 
-        try await b.invite(peer, to: sb, context: Array("over \(label)".utf8), timeout: 30)
+        try await b.invite(peer, to: sb, context: Array("over \(label)".utf8), timeout: .seconds(30))
         lap("invitation accepted")
         XCTAssertEqual(contexts.all, ["over \(label)"], "A's application saw one invitation, with its context")
         let links = await sb.links()
@@ -426,7 +426,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
             var invited = false
             for attempt in 1...3 where !invited {
                 do {
-                    try await b.invite(back, to: sb, timeout: 30)
+                    try await b.invite(back, to: sb, timeout: .seconds(30))
                     invited = true
                 } catch {
                     labLog("re-invite attempt \(attempt) failed: \(error)")

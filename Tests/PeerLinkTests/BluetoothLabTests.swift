@@ -197,7 +197,7 @@ final class BluetoothLabTests: XCTestCase {
                        t0: Date, info: PeerInfo,
                        a: Node, sa: Session, b: Node, sb: Session, c: Node, sc: Session, port: UInt16) async throws {
         func lap(_ what: String) { log(String(format: "%@ %@: %.2f s", label, what, Date().timeIntervalSince(t0))) }
-        try await b.invite(info, to: sb, context: Array("hello over \(label)".utf8), timeout: 30)
+        try await b.invite(info, to: sb, context: Array("hello over \(label)".utf8), timeout: .seconds(30))
         lap("invitation accepted")
         let links = await sb.links()
         XCTAssertEqual(links.first?.links.first?.medium, medium)
@@ -306,7 +306,7 @@ final class BluetoothLabTests: XCTestCase {
         for attempt in 1...3 {
             beforeRedial?()
             do {
-                try await c.invite(info, to: sc, timeout: 30)
+                try await c.invite(info, to: sc, timeout: .seconds(30))
                 break
             } catch where attempt < 3 {
                 log("\(label): honest invite attempt \(attempt) failed: \(error)")
@@ -373,7 +373,7 @@ final class BluetoothLabTests: XCTestCase {
         let sb = Session(node: b, config: config)
         defer { try? btmgmt(index: 3, "power", "on"); _ = try? reachable[3]?.ensure() }
 
-        try await b.invite(info, to: sb, timeout: 30)
+        try await b.invite(info, to: sb, timeout: .seconds(30))
         let first = Task { try await collect(sa, count: 1) }
         try await sb.send(Array("before".utf8), to: [a.peerID])
         let gotFirst = try await first.value
@@ -400,7 +400,7 @@ final class BluetoothLabTests: XCTestCase {
         var again = false
         for attempt in 1...3 where !again {
             do {
-                try await b.invite(info, to: sb, timeout: 30)
+                try await b.invite(info, to: sb, timeout: .seconds(30))
                 again = true
             } catch {
                 log("re-invite attempt \(attempt) after power on failed: \(error)")

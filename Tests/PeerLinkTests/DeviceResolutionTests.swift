@@ -51,7 +51,7 @@ final class DeviceResolutionTests: XCTestCase {
         XCTAssertEqual(b.incomingOutcomes.all.filter { $0 == .asked(a.peerID) }, [], "\(b.incomingOutcomes.all)")
         XCTAssertEqual(asked.value, 0)
         // Beta still takes a real invitation, and that one asks its application.
-        try await a.invite(found, to: Session(node: a), timeout: 5)
+        try await a.invite(found, to: Session(node: a), timeout: .seconds(5))
         XCTAssertEqual(asked.value, 1)
         XCTAssertEqual(b.incomingOutcomes.all.last, .asked(a.peerID))
         await adv.stop()

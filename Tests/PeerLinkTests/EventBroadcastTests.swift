@@ -79,7 +79,7 @@ final class EventBroadcastTests: XCTestCase {
         }
         let ui = firstMessage(), logger = firstMessage()
         try await b.invite(PeerInfo(peerID: a.peerID, displayName: "a", info: [:],
-                                    endpoints: [TransportEndpoint(medium: .tcp, host: "a", port: 0)]), to: sb, timeout: 10)
+                                    endpoints: [TransportEndpoint(medium: .tcp, host: "a", port: 0)]), to: sb, timeout: .seconds(10))
         let readers = await waitUntil(timeout: 10) { sa.queue.readerCount == 2 }
         XCTAssertTrue(readers, "both loops are reading")
         try await sb.send(Array("hi".utf8), to: [a.peerID])

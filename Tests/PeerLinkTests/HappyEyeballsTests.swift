@@ -24,7 +24,7 @@ final class HappyEyeballsTests: XCTestCase {
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [
             TransportEndpoint(medium: .tcp, host: "a-slow", port: 0), TransportEndpoint(medium: .rfcomm, host: "a-fast", port: 0)])
         let started = Date()
-        try await b.invite(info, to: sb, timeout: 20)
+        try await b.invite(info, to: sb, timeout: .seconds(20))
         let took = Date().timeIntervalSince(started)
         let links = await sb.links().first?.links ?? []
         XCTAssertEqual(links.map(\.medium), [.rfcomm], "the second path won")
@@ -40,7 +40,7 @@ final class HappyEyeballsTests: XCTestCase {
         let info = PeerInfo(peerID: try Identity().peerID, displayName: "ghost", info: [:], endpoints: [
             TransportEndpoint(medium: .tcp, host: "nobody-1", port: 0), TransportEndpoint(medium: .tcp, host: "nobody-2", port: 0)])
         do {
-            try await b.invite(info, to: sb, timeout: 5)
+            try await b.invite(info, to: sb, timeout: .seconds(5))
             XCTFail("nobody listens")
         } catch let PeerLinkError.unreachable(_, reasons) {
             XCTAssertEqual(reasons.count, 2, "\(reasons)")
@@ -66,7 +66,7 @@ final class BothSidesMaintainLinksTests: XCTestCase {
         Task { for await i in adv.invitations { i.accept(into: sa) } }
         // b knows only a's Bluetooth path, so b's own link manager has nothing more to dial.
         try await b.invite(PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
-                                    endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]), to: sb, timeout: 5)
+                                    endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]), to: sb, timeout: .seconds(5))
         // The inviter's invite returns on the acceptance; the invited side adds the link just
         // after sending it, so wait for that before telling it more.
         let joined = await waitUntil(timeout: 10) { (await sa.links().first?.links.count ?? 0) == 1 }

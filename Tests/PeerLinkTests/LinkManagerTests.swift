@@ -71,7 +71,7 @@ final class LinkManagerTests: XCTestCase {
 
     func testOneInvitationLinksEveryPathWithoutAskingAgain() async throws {
         let p = try await pair()
-        try await p.b.invite(p.aInfo, to: p.sb, timeout: 5)
+        try await p.b.invite(p.aInfo, to: p.sb, timeout: .seconds(5))
         let both = try await waitUntil(5) { await self.media(p.sb) == [.rfcomm, .tcp] }
         let seen = await media(p.sb)
         XCTAssertTrue(both, "b has a Bluetooth and an IP link: \(seen)")
@@ -86,7 +86,7 @@ final class LinkManagerTests: XCTestCase {
 
     func testAPathThatDiesIsRedialled() async throws {
         let p = try await pair()
-        try await p.b.invite(p.aInfo, to: p.sb, timeout: 5)
+        try await p.b.invite(p.aInfo, to: p.sb, timeout: .seconds(5))
         _ = try await waitUntil(5) { await self.media(p.sb) == [.rfcomm, .tcp] }
         let before = Set((await p.sb.links()).first?.links.map(\.id) ?? [])
         p.net.cut("a-ip")  // the IP link goes silent and the address unreachable...
@@ -109,7 +109,7 @@ final class LinkManagerTests: XCTestCase {
         let p = try await pair()
         var btOnly = p.aInfo
         btOnly.endpoints = [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)]
-        try await p.b.invite(btOnly, to: p.sb, timeout: 5)
+        try await p.b.invite(btOnly, to: p.sb, timeout: .seconds(5))
         // The manager has gone over its paths and settled on dialling nothing: the Bluetooth
         // path has its link and it knows no other (only a new event could make it dial).
         let manager = p.sb.manager(for: p.a.peerID)
@@ -137,7 +137,7 @@ final class LinkManagerTests: XCTestCase {
         let p = try await pair()
         var info = p.aInfo
         info.endpoints.append(TransportEndpoint(medium: .tcp, host: "nowhere", port: 0))
-        try await p.b.invite(info, to: p.sb, timeout: 5)
+        try await p.b.invite(info, to: p.sb, timeout: .seconds(5))
         let failure = try await waitFor(p.sb, timeout: 5) { e -> Double? in
             if case let .linkAttemptFailed(_, endpoint, _, retryIn) = e, endpoint.host == "nowhere" { return retryIn }; return nil
         }
@@ -157,8 +157,8 @@ final class LinkManagerTests: XCTestCase {
         // on a loaded machine (without it, one could land before the other node started
         // dialling, and then asking the application is right).
         for address in ["a-bt", "b-bt"] { p.net.setConditions(MemoryLinkConditions(delay: 0.2), for: address) }
-        async let x: Void = p.a.invite(bInfo, to: p.sa, timeout: 5)
-        async let y: Void = p.b.invite(aBT, to: p.sb, timeout: 5)
+        async let x: Void = p.a.invite(bInfo, to: p.sa, timeout: .seconds(5))
+        async let y: Void = p.b.invite(aBT, to: p.sb, timeout: .seconds(5))
         _ = try await (x, y)
         XCTAssertEqual(p.asked.value, 0, "neither application was asked: each had invited the other")
         // The winner's link only (a surplus link from the loser's side, if its invitation was

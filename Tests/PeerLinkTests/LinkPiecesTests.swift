@@ -72,7 +72,7 @@ final class LinkPiecesTests: XCTestCase {
 
         let viaBT = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
                              endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
-        try await b.invite(viaBT, to: sb, timeout: 5)
+        try await b.invite(viaBT, to: sb, timeout: .seconds(5))
         let withBluetooth = await sb.fragmentSizes(for: a.peerID)?.messages
         XCTAssertEqual(withBluetooth, small)
         try await sb.send([UInt8](repeating: 8, count: 200_000), to: [a.peerID])

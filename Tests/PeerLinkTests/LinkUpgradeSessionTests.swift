@@ -64,7 +64,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         try await adv.start()
         Task { for await i in adv.invitations { i.accept(into: sa) } }
         let viaBT = PeerInfo(peerID: nodeA.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
-        try await nodeB.invite(viaBT, to: sb, timeout: 5)
+        try await nodeB.invite(viaBT, to: sb, timeout: .seconds(5))
         return Setup(net: net, a: nodeA, b: nodeB, sa: sa, sb: sb, ua: ua, ub: ub, timeline: timeline, dir: dir)
     }
 
@@ -157,7 +157,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         XCTAssertEqual(p.ub.sessionsStandingBy, 0)
         // A session used again after disconnecting stands by again.
         let viaBT = PeerInfo(peerID: p.a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: "a-bt", port: 0)])
-        try await p.b.invite(viaBT, to: p.sb, timeout: 5)
+        try await p.b.invite(viaBT, to: p.sb, timeout: .seconds(5))
         XCTAssertEqual(p.ub.sessionsStandingBy, 1)
         await p.sb.disconnect()
         var dropped: Session? = Session(node: p.a)

@@ -41,7 +41,7 @@ final class NodeServiceTests: XCTestCase {
         let acceptor = Task { for await i in adv.invitations { i.accept(into: sb) } }
         defer { acceptor.cancel() }
         try await a.invite(PeerInfo(peerID: b.peerID, displayName: "b", info: [:],
-                                    endpoints: [TransportEndpoint(medium: .memory, host: "b", port: 0)]), to: sa, timeout: 5)
+                                    endpoints: [TransportEndpoint(medium: .memory, host: "b", port: 0)]), to: sa, timeout: .seconds(5))
 
         // The application's own streams still reach the application.
         let appStreams = Task { () -> [String] in

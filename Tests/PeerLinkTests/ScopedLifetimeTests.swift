@@ -43,7 +43,7 @@ final class ScopedLifetimeTests: XCTestCase {
                     defer { accepting.cancel() }
                     let listed = await waitUntil(timeout: 10) { !seen.values.isEmpty }
                     guard listed, case let .found(peer) = seen.values[0] else { return XCTFail("not found: \(seen.values)") }
-                    try await browser.invite(peer, to: sb, timeout: 10)
+                    try await browser.invite(peer, to: sb, timeout: .seconds(10))
                     let joined = await waitUntil(timeout: 10) { await sb.connectedPeers() == [node.peerID] }
                     XCTAssertTrue(joined, "b joined a's session")
                 }

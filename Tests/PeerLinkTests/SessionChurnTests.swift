@@ -48,7 +48,7 @@ func assertVisitsLeaveNothing(alpha a: Node, beta b: Node, at endpoint: Transpor
 
     func visit(_ n: Int) async throws {
         let sb = Session(node: b, config: config)
-        try await b.invite(info, to: sb, timeout: timeout)
+        try await b.invite(info, to: sb, timeout: .seconds(timeout))
         let joined = await waitUntil(timeout: timeout) { sa.registry.channel(for: b.peerID) != nil }
         XCTAssertTrue(joined, "visit \(n): beta's channel never appeared at alpha", file: file, line: line)
         if let c = sa.registry.channel(for: b.peerID) { channels.add(c) }

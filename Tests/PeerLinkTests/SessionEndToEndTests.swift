@@ -157,7 +157,7 @@ final class SessionEndToEndTests: XCTestCase {
         Task { for await inv in adv.invitations { XCTAssertEqual(inv.context, [9]); inv.decline() } }
         let peerA = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: idA.peerID.description, port: 0)])
         do {
-            try await b.invite(peerA, to: Session(node: b), context: [9], timeout: 3)
+            try await b.invite(peerA, to: Session(node: b), context: [9], timeout: .seconds(3))
             XCTFail("declined invitation must throw")
         } catch let e as PeerLinkError {
             XCTAssertEqual(e, .invitationDeclined(a.peerID))
@@ -173,7 +173,7 @@ final class SessionEndToEndTests: XCTestCase {
         let impostor = Identity().peerID
         let info = PeerInfo(peerID: impostor, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
         do {
-            try await b.invite(info, to: Session(node: b), timeout: 3)
+            try await b.invite(info, to: Session(node: b), timeout: .seconds(3))
             XCTFail("must not connect to a key that is not the dialled peer's")
         } catch let e as PeerLinkError {
             guard case let .unreachable(_, reasons) = e else { return XCTFail("\(e)") }
@@ -204,7 +204,7 @@ final class ResourceCancellationTests: XCTestCase {
         try await adv.start()
         Task { for await i in adv.invitations { i.accept(into: sa) } }
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
-        try await b.invite(info, to: sb, timeout: 5)
+        try await b.invite(info, to: sb, timeout: .seconds(5))
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-cancel-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try Data(repeating: 0x5a, count: 2_000_000).write(to: URL(fileURLWithPath: dir + "/big.bin"))
@@ -271,7 +271,7 @@ final class PeerStateTests: XCTestCase {
             return seen
         }
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
-        try? await b.invite(info, to: sb, timeout: 3)
+        try? await b.invite(info, to: sb, timeout: .seconds(3))
         let seen = try await within(10, "beta's states up to notConnected") { await states.value }
         XCTAssertEqual(seen, [.connecting, .notConnected])
     }
@@ -292,7 +292,7 @@ final class SlowReaderTests: XCTestCase {
         try await adv.start()
         Task { for await i in adv.invitations { i.accept(into: sa) } }
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .memory, host: "a", port: 0)])
-        try await b.invite(info, to: sb, timeout: 5)
+        try await b.invite(info, to: sb, timeout: .seconds(5))
 
         let total = 20_000
         let progress = Counter()

@@ -70,7 +70,7 @@ final class TCPLoopbackTests: XCTestCase {
         try await adv.start()
         let sa = Session(node: a)
         Task { for await i in adv.invitations { i.accept(into: sa) } }
-        try await b.invite(info, to: Session(node: b), timeout: 5)
+        try await b.invite(info, to: Session(node: b), timeout: .seconds(5))
     }
 
     func testConnectionRefusedGivesAClearError() async throws {
@@ -79,7 +79,7 @@ final class TCPLoopbackTests: XCTestCase {
         // Port 1 on loopback: nothing listens there.
         let info = PeerInfo(peerID: nobody, displayName: "x", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: 1)])
         do {
-            try await b.invite(info, to: Session(node: b), timeout: 2)
+            try await b.invite(info, to: Session(node: b), timeout: .seconds(2))
             XCTFail("must fail")
         } catch {
             XCTAssertTrue("\(error)".contains("Connection refused"), "\(error)")
@@ -99,7 +99,7 @@ final class TCPLoopbackTests: XCTestCase {
         for i in 0..<64 {
             let n = try Node(identity: Identity(), displayName: "spoke-\(i)", transports: [TCPTransport()])
             let s = Session(node: n)
-            try await n.invite(info, to: s, timeout: 10)
+            try await n.invite(info, to: s, timeout: .seconds(10))
             spokes.append((n, s))
         }
         var connected = 0

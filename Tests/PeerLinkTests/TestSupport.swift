@@ -83,7 +83,7 @@ func connectedPair(transportA: Transport, transportB: Transport, discovery: Disc
         throw PeerLinkError.notConnected(aID)
     }
     XCTAssertEqual(peerA.info["role"], "sensor")
-    try await browser.invite(peerA, to: sb, context: Array("hello".utf8), timeout: 5)
+    try await browser.invite(peerA, to: sb, context: Array("hello".utf8), timeout: .seconds(5))
     browser.stop()
     return Pair(a: a, b: b, sa: sa, sb: sb, peerA: peerA)
 }
@@ -115,6 +115,6 @@ func twoLinkPair(policy: LinkPolicy, order: [Medium] = [.rfcomm, .tcp], bluetoot
     Task { for await i in adv.invitations { i.accept(into: sa) } }
     let viaIP = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .tcp, host: "a-ip", port: 0)])
     let viaBT = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: bluetooth, host: "a-bt", port: 0)])
-    for m in order { try await b.invite(m == .tcp ? viaIP : viaBT, to: sb, timeout: 5) }
+    for m in order { try await b.invite(m == .tcp ? viaIP : viaBT, to: sb, timeout: .seconds(5)) }
     return TwoLinks(net: net, a: a, b: b, sa: sa, sb: sb)
 }

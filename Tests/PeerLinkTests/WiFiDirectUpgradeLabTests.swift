@@ -82,7 +82,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let ports = try await a.start()
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
                             endpoints: [TransportEndpoint(medium: .rfcomm, host: hci1, port: try XCTUnwrap(ports[.rfcomm]))])
-        try await b.invite(info, to: sb, timeout: 60)
+        try await b.invite(info, to: sb, timeout: .seconds(60))
         return Lab(a: a, b: b, sa: sa, sb: sb, ua: ua, ub: ub, events: log, dir: dir)
     }
 

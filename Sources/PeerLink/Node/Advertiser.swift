@@ -194,7 +194,7 @@ public final class Browser: Sendable {
     }
 
     /// Invites a found peer into `session` (see `Node.invite`).
-    public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Double = 30) async throws {
+    public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Duration = .seconds(30)) async throws {
         try await node.invite(peer, to: session, context: context, timeout: timeout)
     }
 }

@@ -13,11 +13,11 @@ public final class Invitation: Sendable {
     public let displayName: String
     /// Opaque data the inviter attached.
     public let context: [UInt8]
-    /// Seconds the inviter waits for an answer.
-    public let timeout: Double
+    /// How long the inviter waits for an answer; unanswered, the invitation is declined then.
+    public let timeout: Duration
     private let answer = OneShot<Session?>()
 
-    init(peer: PeerID, displayName: String, context: [UInt8], timeout: Double) {
+    init(peer: PeerID, displayName: String, context: [UInt8], timeout: Duration) {
         self.peer = peer; self.displayName = displayName; self.context = context; self.timeout = timeout
     }
 
@@ -34,7 +34,7 @@ public final class Invitation: Sendable {
     /// Waits for the answer, or declines after the timeout.
     func decision() async -> Session? {
         let timer = Task { [answer, timeout] in
-            try await Runtime.sleep(nanoseconds: UInt64(timeout * 1e9))
+            try await Runtime.sleep(nanoseconds: UInt64(timeout.inSeconds * 1e9))
             answer.fulfil(nil)
         }
         defer { timer.cancel() }

@@ -193,7 +193,7 @@ public actor Node {
             case let .ask(seconds):
                 guard let handler = invitationHandler else { desk.answered(); continue }
                 let invitation = Invitation(peer: remote, displayName: link.remoteHello.displayName, context: invitationContext,
-                                            timeout: seconds)
+                                            timeout: .seconds(seconds))
                 incomingOutcomes.record(.asked(remote))
                 handler(invitation)
                 let session = await invitation.decision()
@@ -255,7 +255,8 @@ public actor Node {
     /// default); once one link is up, the session's link manager adds links on the peer's
     /// other paths in the background. Throws if every endpoint fails, the key does not belong
     /// to `peer.peerID`, the peer declines, or no answer comes within `timeout` seconds.
-    public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Double = 30) async throws {
+    public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Duration = .seconds(30)) async throws {
+        let limit = timeout, timeout = timeout.inSeconds
         guard context.count <= WireLimits.inviteContext else {
             throw WireError.limitExceeded(field: "invitation context size", value: context.count, limit: WireLimits.inviteContext)
         }
@@ -300,7 +301,7 @@ public actor Node {
                 link.close()
                 if await session.waitForChannel(peer.peerID, timeout: timeout) { return }
                 failed()
-                throw PeerLinkError.invitationTimedOut(peer.peerID, seconds: timeout)
+                throw PeerLinkError.invitationTimedOut(peer.peerID, after: limit)
             }
         }
         if reasons.isEmpty { reasons.append("no endpoint on a medium this node has (or the policy allows)") }
@@ -327,11 +328,11 @@ public actor Node {
             reply = try await Node.receive(link, timeout: timeout + 2)
         } catch {
             link.close()
-            throw PeerLinkError.invitationTimedOut(link.remotePeer, seconds: timeout)
+            throw PeerLinkError.invitationTimedOut(link.remotePeer, after: .seconds(timeout))
         }
         guard case let .inviteReply(rid, answer)? = reply, rid == id else {
             link.close()
-            if reply == nil { throw PeerLinkError.invitationTimedOut(link.remotePeer, seconds: timeout) }
+            if reply == nil { throw PeerLinkError.invitationTimedOut(link.remotePeer, after: .seconds(timeout)) }
             throw LinkError.protocolError("expected an answer to the invitation")
         }
         return answer

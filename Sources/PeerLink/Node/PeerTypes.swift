@@ -40,8 +40,8 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case notConnected(PeerID)
     /// The peer declined the invitation.
     case invitationDeclined(PeerID)
-    /// The peer did not answer the invitation within `seconds`.
-    case invitationTimedOut(PeerID, seconds: Double)
+    /// The peer did not answer the invitation within the time given (`after`).
+    case invitationTimedOut(PeerID, after: Duration)
     /// No link to the peer could be set up; `reasons` holds why each attempt failed, or that it has
     /// no endpoint this node can use.
     case unreachable(PeerID, reasons: [String])
@@ -64,7 +64,7 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .notConnected(p): return "peer \(p.short) is not connected"
         case let .invitationDeclined(p): return "peer \(p.short) declined the invitation"
-        case let .invitationTimedOut(p, s): return "peer \(p.short) did not answer the invitation within \(s) s"
+        case let .invitationTimedOut(p, d): return "peer \(p.short) did not answer the invitation within \(d.secondsText) s"
         case let .unreachable(p, reasons): return "could not reach peer \(p.short): " + reasons.joined(separator: "; ")
         case let .unresolved(prefix, reasons): return "could not learn who device \(prefix)… is: " + reasons.joined(separator: "; ")
         case let .resourceDeclined(n): return "the receiver declined '\(n)'"
