@@ -130,7 +130,7 @@ struct DaemonRun {
             default: break
             }
         }
-        let items = Self.outcomes(scenario, members: members, events: events, placed: placed.withLock { $0 })
+        let items = Self.outcomes(scenario, members: members, events: events, placed: placed.withLock { $0 }, root: root)
         return RunRecord(scenario: scenario.name, backend: "memory", duration: scenario.duration, links: scenario.links.map(\.name),
                          upSpans: upSpans.sorted { ($0.from, $0.link) < ($1.from, $1.link) },
                          carrierSpans: carrierSpans.sorted { ($0.from, $0.link, $0.role ?? "") < ($1.from, $1.link, $1.role ?? "") },
@@ -193,9 +193,10 @@ struct DaemonRun {
         try FileManager.default.moveItem(atPath: temp, toPath: folder + "/" + name)
     }
 
-    /// What became of each item, from the daemons' reports; each landed file is hashed.
+    /// What became of each item, from the daemons' reports (the run's folder in a reason
+    /// written `RUN`); each landed file is hashed.
     private static func outcomes(_ scenario: Scenario, members: [Member], events: [(at: Int, node: String, event: DaemonEvent)],
-                                 placed: [Int: (at: Int, digest: [UInt8])]) -> [RunRecord.ItemOutcome] {
+                                 placed: [Int: (at: Int, digest: [UInt8])], root: String) -> [RunRecord.ItemOutcome] {
         // An item's ID, from its holder's "queued" report (its path names the peer's folder and the file).
         var index: [String: Int] = [:]
         var out = scenario.items.enumerated().map { i, item in
@@ -219,10 +220,10 @@ struct DaemonRun {
             case .itemDelivered where e.node == scenario.items[i].from: out[i].settledAt = out[i].settledAt ?? e.at
             case .itemExpired where e.node == scenario.items[i].from:
                 out[i].expiredAt = e.at
-                out[i].reason = e.event.reason
+                out[i].reason = e.event.reason?.replacingOccurrences(of: root, with: "RUN")
             case .itemFailed where e.node == scenario.items[i].from:
                 out[i].failedAt = e.at
-                out[i].reason = e.event.reason
+                out[i].reason = e.event.reason?.replacingOccurrences(of: root, with: "RUN")
             default: break
             }
         }
