@@ -131,7 +131,9 @@ let package = Package(
                                                  .product(name: "Prometheus", package: "swift-prometheus"),
                                                  .product(name: "Crypto", package: "swift-crypto")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
-        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkBluetooth", "PeerLinkWiFiDirect", "PeerLinkTOML", "CPeerLinkSys"]),
+        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkBluetooth", "PeerLinkWiFiDirect", "PeerLinkTOML", "CPeerLinkSys",
+                                                  "PeerLinkDaemon", "PeerLinkStore", .product(name: "Logging", package: "swift-log"),
+                                                  .product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "peerlink-harness",
             dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]

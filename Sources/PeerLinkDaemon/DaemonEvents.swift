@@ -1,4 +1,5 @@
 import Foundation
+import PeerLink
 import Synchronization
 
 /// One thing the daemon did that a client of its API may follow: an item queued, delivered,
@@ -113,7 +114,7 @@ public final class DaemonEvents: Sendable {
     }
 
     public static func wallClockMilliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        Int64((Runtime.wallClock() * 1000).rounded(.down))
     }
 
     /// The ID the next event will take; `after = nextID - 1` follows only what comes next.

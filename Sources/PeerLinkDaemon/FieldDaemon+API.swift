@@ -12,7 +12,7 @@ extension FieldDaemon: DaemonAPIBackend {
             Dictionary(grouping: try ledger.items(in: Set(OutboundItem.State.allCases)), by: \.state).mapValues(\.count)
         }
         return DaemonStatus(peer: node.peerID.description, name: node.displayName, service: config.service,
-                            uptimeSeconds: ProcessInfo.processInfo.systemUptime - startedAt,
+                            uptimeSeconds: uptime - startedAt,
                             peers: peerNames.sorted { $0.key < $1.key }.map { .init(peer: $0.key.description, name: $0.value) },
                             items: counts, inbox: config.inbox, outbox: config.outbox)
     }
@@ -57,7 +57,8 @@ extension FieldDaemon: DaemonAPIBackend {
             throw APIError(500, "outbox", "cannot place the copy at \(final): \(String(cString: strerror(e)))")
         }
         DurableDirectory.sync(folder)
-        let id = OutboxScan.itemID(peer: peer, path: final, st)
+        let id = naming == .fileIdentity ? OutboxScan.itemID(peer: peer, path: final, st)
+            : OutboxScan.itemID(peer: peer, name: peer.description + "/" + (final as NSString).lastPathComponent, size: UInt64(st.st_size))
         let ttl = Duration.seconds(s.ttlSeconds ?? config.ttlSeconds), now = clock(), priority = s.priority
         let item: OutboundItem
         do {

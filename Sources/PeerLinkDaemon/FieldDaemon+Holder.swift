@@ -18,7 +18,7 @@ extension FieldDaemon {
     /// Queues every complete file in the outbox that the ledger does not hold yet.
     func scanOutbox() async {
         let trusted = parts.trust.trustedPeers()
-        let (entries, problems) = OutboxScan.scan(config.outbox, trusted: trusted, seen: Set(found.keys))
+        let (entries, problems) = OutboxScan.scan(config.outbox, trusted: trusted, seen: Set(found.keys), naming: naming)
         for p in problems where reportedFolders.insert(p.folder).inserted {
             log.warning("outbox folder skipped", metadata: ["folder": "\(p.folder)", "why": "\(p.reason)"])
         }

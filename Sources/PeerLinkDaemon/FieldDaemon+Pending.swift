@@ -10,8 +10,8 @@ import PeerLink
 /// answer is not lost: a peer the owner trusts is accepted by the trust rule at its next
 /// invitation.
 extension FieldDaemon {
-    /// Monotonic seconds, for invitation timeouts.
-    nonisolated var uptime: Double { ProcessInfo.processInfo.systemUptime }
+    /// Monotonic seconds, for invitation timeouts and backoffs (virtual ones in a simulation).
+    nonisolated var uptime: Double { Runtime.seconds() }
 
     /// Lists an invitation from a peer not in the trust store until its timeout passes.
     func holdForOwner(_ inv: Invitation) {
@@ -34,7 +34,7 @@ extension FieldDaemon {
                               "answer": "peerlink pending accept \(inv.peer)"])
         if isNew { events.publish(.peerPending, peer: inv.peer.description, name: inv.displayName, reason: context.isEmpty ? nil : context) }
         Task { [weak self] in
-            try? await Task.sleep(for: .seconds(wait))
+            try? await Runtime.sleep(seconds: wait)
             await self?.lapsePending(now: nil)
         }
     }

@@ -38,8 +38,21 @@ public actor FieldDaemon {
         public init() {}
     }
 
+    /// How an outbox file's item ID is derived.
+    public enum ItemNaming: Sendable {
+        /// From the peer, the path and the file's identity (device, inode, size, modification
+        /// time): a file replaced under the same name is a new item. The default.
+        case fileIdentity
+        /// From the peer, the file's path inside the outbox and its size: the same in every
+        /// run of a simulation (the harness's memory backend), where inodes and modification
+        /// times differ from run to run. A file replaced by one of the same name and size is
+        /// taken for the item already sent.
+        case pathInOutbox
+    }
+
     let config: DaemonConfig
     let timing: Timing
+    let naming: ItemNaming
     let parts: Parts
     let ledger: Ledger
     let log: Logger
@@ -84,8 +97,8 @@ public actor FieldDaemon {
     public nonisolated let events: DaemonEvents
     /// Counters and gauges for `GET /metrics` (docs/METRICS.md); it counts `events` too.
     public nonisolated let metrics: DaemonMetrics
-    /// When the daemon was made (`ProcessInfo.systemUptime`), for its uptime.
-    nonisolated let startedAt = ProcessInfo.processInfo.systemUptime
+    /// When the daemon was made (`Runtime.seconds()`, monotonic), for its uptime.
+    nonisolated let startedAt = Runtime.seconds()
     /// Display names of the peers with a session now.
     var peerNames: [PeerID: String] = [:]
     /// Outbox files the API is queueing itself (the outbox scan leaves them alone).
@@ -95,9 +108,10 @@ public actor FieldDaemon {
     private var tasks: [Task<Void, Never>] = []
 
     public init(config: DaemonConfig, parts: Parts, ledger: Ledger, log: Logger, events: DaemonEvents = DaemonEvents(),
-                metrics: DaemonMetrics = DaemonMetrics(), timing: Timing = Timing(),
-                clock: @escaping @Sendable () -> Timestamp = { Timestamp(millisecondsSince1970: Int64(Date().timeIntervalSince1970 * 1000)) }) throws {
+                metrics: DaemonMetrics = DaemonMetrics(), timing: Timing = Timing(), naming: ItemNaming = .fileIdentity,
+                clock: @escaping @Sendable () -> Timestamp = FieldDaemon.wallClock) throws {
         self.config = config
+        self.naming = naming
         self.events = events
         self.metrics = metrics
         events.observe { metrics.record($0) }
@@ -131,7 +145,7 @@ public actor FieldDaemon {
         tasks.append(Task {
             while !Task.isCancelled {
                 await self.tick()
-                try? await Task.sleep(for: self.timing.scanInterval)
+                try? await Runtime.sleep(seconds: self.timing.scanInterval.inSeconds)
             }
         })
         parts.session.follow(parts.browser)
@@ -148,6 +162,12 @@ public actor FieldDaemon {
         await parts.session.disconnect()
         await parts.advertiser.stop()
         await parts.node.stop()
+    }
+
+    /// The wall clock the ledger reads by default: the system's, or a simulation's virtual one
+    /// (`Runtime.wallClock`), so that lifetimes run in the harness's virtual time too.
+    public static let wallClock: @Sendable () -> Timestamp = {
+        Timestamp(millisecondsSince1970: Int64((Runtime.wallClock() * 1000).rounded(.down)))
     }
 
     /// Answers at once while the actor is free: the systemd watchdog's liveness check.
@@ -197,7 +217,7 @@ public actor FieldDaemon {
     /// list answers only when the owner does: a second invitation would replace the first).
     func inviteIfWorkWaits(_ peer: PeerID) {
         guard !linked.contains(peer), !inviting.contains(peer), let info = found[peer] else { return }
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = uptime
         if let last = lastInvitation[peer], now - last < timing.inviteBackoff.inSeconds { return }
         guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
         lastInvitation[peer] = now
@@ -215,7 +235,7 @@ public actor FieldDaemon {
 
     func invitationEnded(_ peer: PeerID) {
         inviting.remove(peer)
-        lastInvitation[peer] = ProcessInfo.processInfo.systemUptime
+        lastInvitation[peer] = uptime
     }
 
     // MARK: the session's events

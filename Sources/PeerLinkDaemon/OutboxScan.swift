@@ -31,7 +31,8 @@ struct OutboxScan {
 
     /// The entries under `outbox`, given the peers the node knows by name (trust store) and by
     /// ID (trusted and seen).
-    static func scan(_ outbox: String, trusted: [PeerID: String], seen: Set<PeerID>) -> (entries: [Entry], problems: [Problem]) {
+    static func scan(_ outbox: String, trusted: [PeerID: String], seen: Set<PeerID>,
+                     naming: FieldDaemon.ItemNaming = .fileIdentity) -> (entries: [Entry], problems: [Problem]) {
         let fm = FileManager.default
         guard let folders = try? fm.contentsOfDirectory(atPath: outbox) else { return ([], []) }
         var entries: [Entry] = []
@@ -53,7 +54,8 @@ struct OutboxScan {
                 let path = (dir as NSString).appendingPathComponent(name)
                 var st = stat()
                 guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
-                entries.append(Entry(peer: peer, path: path, size: UInt64(st.st_size), id: itemID(peer: peer, path: path, st)))
+                let id = naming == .fileIdentity ? itemID(peer: peer, path: path, st) : itemID(peer: peer, name: folder + "/" + name, size: UInt64(st.st_size))
+                entries.append(Entry(peer: peer, path: path, size: UInt64(st.st_size), id: id))
             }
         }
         return (entries, problems)
@@ -83,6 +85,15 @@ struct OutboxScan {
         for v in [UInt64(st.st_dev), UInt64(st.st_ino), UInt64(st.st_size), UInt64(st.st_mtim.tv_sec), UInt64(st.st_mtim.tv_nsec)] {
             withUnsafeBytes(of: v.bigEndian) { h.update(bufferPointer: $0) }
         }
+        return ItemID(bytes: Array(h.finalize().prefix(ItemID.byteCount))) ?? ItemID.random()
+    }
+
+    /// The ID of `FieldDaemon.ItemNaming.pathInOutbox`: from the peer, the file's path inside
+    /// the outbox and its size.
+    static func itemID(peer: PeerID, name: String, size: UInt64) -> ItemID {
+        var h = SHA256()
+        h.update(data: Array("peerlink outbox item by name\0\(peer)\0\(name)\0".utf8))
+        withUnsafeBytes(of: size.bigEndian) { h.update(bufferPointer: $0) }
         return ItemID(bytes: Array(h.finalize().prefix(ItemID.byteCount))) ?? ItemID.random()
     }
 }

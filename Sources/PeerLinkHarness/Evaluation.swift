@@ -83,6 +83,7 @@ extension Scenario {
                                     detail: r.verified ? (r.restarted ? "verified but restarted" : "SHA-256 verified at \(r.finishedAt ?? 0) ms") : (r.error ?? "failed")))
             }
         }
+        checks += itemChecks(run)
         return Verdict(scenario: name, backend: run.backend, passed: checks.allSatisfy(\.passed), checks: checks, gaps: gaps)
     }
 }

@@ -37,6 +37,11 @@ public struct MemoryBackend: ScenarioBackend {
         let limit = Duration.milliseconds(scenario.duration) + .seconds(120)
         do {
             return try Simulation(seed: seed(for: scenario)).run(limit: limit) {
+                if !scenario.daemons.isEmpty {
+                    var run = DaemonRun()
+                    run.sampleInterval = interval
+                    return try await run.run(scenario, lossSeed: Runtime.random())
+                }
                 if scenario.nodes.count > 2 || !InProcessRun.sendsOneWay(scenario) {
                     var mesh = MeshRun()
                     mesh.sampleInterval = interval

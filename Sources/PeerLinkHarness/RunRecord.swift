@@ -14,6 +14,8 @@ public struct RunRecord: Sendable, Codable, Equatable {
     /// Per message traffic: the sequence numbers in arrival order and their arrival times.
     public var streams: [MessageStream]
     public var resources: [ResourceOutcome]
+    /// Per `[[item]]` of a scenario of daemons: what became of it.
+    public var items: [ItemOutcome] = []
 
     public struct Span: Sendable, Codable, Equatable {
         public var link: String
@@ -41,6 +43,33 @@ public struct RunRecord: Sendable, Codable, Equatable {
         public var restarted: Bool
         public var error: String?
         public var finishedAt: Int?
+    }
+
+    /// One store-and-forward item: when its holder queued it, who received it when (and
+    /// whether the landed file matched the placed one), when the holder settled or expired it.
+    public struct ItemOutcome: Sendable, Codable, Equatable {
+        public var name: String
+        public var from: String
+        public var to: String
+        public var size: Int
+        /// When the file was placed in the holder's outbox and when its daemon queued it (ms).
+        public var placedAt: Int?
+        public var queuedAt: Int?
+        /// Every landing of the item in a daemon's inbox.
+        public var receptions: [Reception] = []
+        /// When the holder recorded the peer's receipt (delivered), expired or failed it.
+        public var settledAt: Int?
+        public var expiredAt: Int?
+        public var failedAt: Int?
+        /// Why it expired or failed, as the holder reported it.
+        public var reason: String?
+    }
+
+    public struct Reception: Sendable, Codable, Equatable {
+        public var node: String
+        public var at: Int
+        /// The landed file has the placed file's SHA-256.
+        public var intact: Bool
     }
 
     /// The link carrying `role` at `time`, if any; among `links` only (one pair's, when a

@@ -22,6 +22,10 @@ public struct Scenario: Sendable, Codable, Equatable {
     public var traffic: [Traffic]
     public var expectations: [CarrierExpectation]
     public var invariants: Invariants
+    /// The nodes that run a field daemon (`[[node]] daemon = true`): all of them, or none.
+    public var daemons: [DaemonSpec] = []
+    /// Store-and-forward items placed in daemons' outboxes on the timeline (`[[item]]`).
+    public var items: [Item] = []
 
     /// One radio path between the two nodes.
     public struct LinkSpec: Sendable, Codable, Equatable {
@@ -126,7 +130,7 @@ extension Scenario {
         }
     }
 
-    private static func read(_ fields: TOMLFields, defaultName: String) throws -> Scenario {
+    static func read(_ fields: TOMLFields, defaultName: String) throws -> Scenario {
         var r = fields
         let name = try r.string("name") ?? defaultName
         let description = try r.string("description") ?? ""
@@ -136,7 +140,14 @@ extension Scenario {
         }
         let copyMessages = try r.bool("copy_messages") ?? false
         let duration = try r.int("duration", min: 100, max: 600_000) ?? 5000
-        let nodes = try r.strings("nodes") ?? Scenario.defaultNodes
+        let nodeTables = try r.tables("node")
+        let listed = try r.strings("nodes")
+        var nodes = listed ?? Scenario.defaultNodes
+        var daemons: [DaemonSpec] = []
+        if !nodeTables.isEmpty {
+            guard listed == nil else { throw ScenarioError(message: "name the nodes either with nodes = [...] or with [[node]] tables, not both") }
+            (nodes, daemons) = try readNodes(nodeTables)
+        }
         guard nodes.count >= 2, Set(nodes).count == nodes.count, !nodes.contains(where: \.isEmpty) else {
             throw ScenarioError(message: "nodes must name two or more different nodes, got \(nodes)")
         }
@@ -166,7 +177,7 @@ extension Scenario {
             try t.noOtherKeys()
         }
         guard !links.isEmpty else { throw ScenarioError(message: "a scenario needs at least one [[link]]") }
-        if nodes.count == 2 {
+        if nodes.count == 2, daemons.isEmpty {
             guard links.contains(where: { $0.upAt == 0 && $0.kind != .wifiDirect }) else {
                 throw ScenarioError(message: "at least one bluetooth or wifi link must be up at 0 (up_at = 0)")
             }
@@ -227,6 +238,11 @@ extension Scenario {
             try t.noOtherKeys()
         }
 
+        let items = try readItems(r.tables("item"), nodes: nodes, daemons: daemons, links: links, duration: duration)
+        if !daemons.isEmpty, !traffic.isEmpty {
+            throw ScenarioError(message: "a scenario whose nodes run daemons moves [[item]]s between their outboxes; [[traffic]] needs plain nodes")
+        }
+
         var expectations: [CarrierExpectation] = []
         for var t in try r.tables("expect") {
             let at = try t.requiredInt("at", min: 0, max: duration)
@@ -250,6 +266,8 @@ extension Scenario {
         var scenario = Scenario(name: name, description: description, nodes: nodes, policy: policy, duration: duration, links: links,
                                 events: events, traffic: traffic, expectations: expectations, invariants: inv)
         scenario.copyMessages = copyMessages
+        scenario.daemons = daemons
+        scenario.items = items
         return scenario
     }
 }

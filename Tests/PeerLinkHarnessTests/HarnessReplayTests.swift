@@ -51,4 +51,22 @@ final class HarnessReplayTests: XCTestCase {
         XCTAssertNotEqual(other["loss-5pct-preferred.json"], first["loss-5pct-preferred.json"],
                           "seed 6 ran exactly as seed 5: the seed is not used")
     }
+
+    /// Field daemons too (SQLite ledgers, folders, their timers): the same seed, the same reports.
+    func testDaemonScenariosReplayByteForByte() throws {
+        guard FileManager.default.isExecutableFile(atPath: harness) else {
+            return XCTFail("no peerlink-harness beside the test bundle (\(harness)): swift build --build-tests builds it")
+        }
+        let scenarios = ["scenarios/daemons/laptop-collects-from-three-nodes.toml", "scenarios/daemons/late-peer-and-expiry.toml"]
+        let first = try run(seed: 5, scenarios)
+        XCTAssertEqual(Set(first.keys), ["laptop-collects-from-three-nodes.json", "laptop-collects-from-three-nodes.svg",
+                                         "late-peer-and-expiry.json", "late-peer-and-expiry.svg"])
+        let again = try run(seed: 5, scenarios)
+        for (name, bytes) in first {
+            XCTAssertEqual(again[name], bytes, "\(name) differs between two runs of seed 5")
+        }
+        let other = try run(seed: 6, scenarios)
+        XCTAssertNotEqual(other["late-peer-and-expiry.json"], first["late-peer-and-expiry.json"],
+                          "seed 6 ran exactly as seed 5: the seed is not used")
+    }
 }

@@ -54,7 +54,10 @@ final class ScenarioFileTests: XCTestCase {
         XCTAssertEqual(radios, ["upgrade-then-group-torn-down.toml"])
         let mesh = try FileManager.default.contentsOfDirectory(atPath: dir + "/mesh").filter { $0.hasSuffix(".toml") }.sorted()
         XCTAssertEqual(mesh, ["laptop-walks-past-three-nodes.toml", "three-nodes-one-path-dies.toml"])
-        for f in files + upgrades.map({ "upgrade/" + $0 }) + radios.map({ "radios/" + $0 }) + mesh.map({ "mesh/" + $0 }) {
+        let daemons = try FileManager.default.contentsOfDirectory(atPath: dir + "/daemons").filter { $0.hasSuffix(".toml") }.sorted()
+        XCTAssertEqual(daemons, ["laptop-collects-from-three-nodes.toml", "late-peer-and-expiry.toml"])
+        for f in files + upgrades.map({ "upgrade/" + $0 }) + radios.map({ "radios/" + $0 }) + mesh.map({ "mesh/" + $0 })
+            + daemons.map({ "daemons/" + $0 }) {
             let s = try Scenario.parse(String(contentsOfFile: dir + "/" + f, encoding: .utf8))
             XCTAssertEqual(s.name + ".toml", (f as NSString).lastPathComponent, "the scenario's name matches its file")
             XCTAssertFalse(s.description.isEmpty, f)
