@@ -2,8 +2,6 @@ import ArgumentParser
 import Foundation
 import PeerLink
 import PeerLinkDaemon
-import PeerLinkCore
-import PeerLinkWire
 
 struct ChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,8 +73,8 @@ struct ChatCommand: AsyncParsableCommand {
     }
 
     private func invite(_ text: String) async throws {
-        guard context.utf8.count <= WireLimits.inviteContext else {
-            throw ValidationError("--context is \(context.utf8.count) bytes; the limit is \(WireLimits.inviteContext)")
+        guard context.utf8.count <= Invitation.maxContextBytes else {
+            throw ValidationError("--context is \(context.utf8.count) bytes; the limit is \(Invitation.maxContextBytes)")
         }
         let d = try await Dialling(node, command: "chat", peer: text, lookupTimeout: timeout, context: Array(context.utf8))
         let names = NameBook()

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
 import PeerLink
-import PeerLinkCore
-import PeerLinkWire
 
 struct IdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,8 +1,6 @@
 import CPeerLinkSys
 import Foundation
 import PeerLink
-import PeerLinkCore
-import PeerLinkWire
 
 /// Writes human lines or JSON lines, flushed immediately so pipes and tests see them at once.
 struct Output: Sendable {

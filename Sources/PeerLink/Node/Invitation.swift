@@ -11,8 +11,10 @@ public final class Invitation: Sendable {
     public let peer: PeerID
     /// The name the inviter announced; metadata only.
     public let displayName: String
-    /// Opaque data the inviter attached.
+    /// Opaque data the inviter attached (at most ``maxContextBytes``).
     public let context: [UInt8]
+    /// The most bytes of context an invitation carries.
+    public static let maxContextBytes = WireLimits.inviteContext
     /// How long the inviter waits for an answer; unanswered, the invitation is declined then.
     public let timeout: Duration
     private let answer = OneShot<Session?>()

@@ -43,3 +43,10 @@ public typealias UpgradeEvent = PeerLinkCore.UpgradeEvent
 
 /// The code two owners compare to check that each device holds the other's real key.
 public typealias VerificationCode = PeerLinkCore.VerificationCode
+
+/// A QR code's modules (versions 1–10, byte mode), e.g. to show a peer ID for another device's
+/// camera (`peerlink id --qr`).
+public typealias QRCode = PeerLinkCore.QRCode
+
+/// Sizes as PeerLink's messages write them ("1.5 MiB").
+public typealias ByteCount = PeerLinkWire.ByteCount
