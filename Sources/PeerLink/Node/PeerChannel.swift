@@ -321,7 +321,7 @@ package actor PeerChannel {
             }
         case .streamWritable:
             break
-        case .resourceOffered, .resourceAccepted, .resourceResult, .resourceError:
+        case .resourceOffered, .resourceOfferedKeyed, .resourceDigest, .resourceAccepted, .resourceResult, .resourceError:
             break  // the resource service's
         case let .linkSetup(m):
             receivedLinkSetup(m)
