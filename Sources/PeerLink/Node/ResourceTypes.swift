@@ -10,8 +10,18 @@ public struct ResourceOffer: Sendable, Hashable {
     public let name: String
     /// The file's size in bytes.
     public let size: UInt64
-    /// SHA-256 of the file's content (32 bytes), checked by the receiver before it keeps the file.
-    public let sha256: [UInt8]
+    /// SHA-256 of the file's content (32 bytes), checked by the receiver before it keeps the
+    /// file. Nil when the sender sends it after the last byte (a sender that had not hashed the
+    /// file yet): the receiver checks it all the same before it keeps the file.
+    public let sha256: [UInt8]?
+    /// The sender's name for the content when its SHA-256 follows the bytes (keys the
+    /// partial file, PROTOCOL §11.7).
+    let contentKey: [UInt8]?
+
+    init(peer: PeerID, stream: UInt32, name: String, size: UInt64, sha256: [UInt8]?, contentKey: [UInt8]? = nil) {
+        self.peer = peer; self.stream = stream; self.name = name; self.size = size
+        self.sha256 = sha256; self.contentKey = contentKey
+    }
 }
 
 /// Progress of a resource in either direction.
