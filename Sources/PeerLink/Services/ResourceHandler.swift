@@ -149,6 +149,8 @@ final class ResourceHandler: PeerProtocolHandler {
             case .wait:
                 await channel.waitForChange()
             case let .read(offset, count):
+                // A hasher slower than the link holds a bounded number of chunks.
+                if let hasher, hasher.isBehind { try await hasher.catchUp() }
                 chunk = try await reader.read(at: offset, count: count)
                 used = 0
                 guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
