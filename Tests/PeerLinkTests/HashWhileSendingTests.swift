@@ -71,6 +71,22 @@ final class HashWhileSendingTests: XCTestCase {
         XCTAssertEqual(s.log.errors, [nil, nil], "both verified")
     }
 
+    /// A peer that speaks minor 3 or older knows no keyed offer: the sender hashes first and
+    /// offers the digest, as before.
+    func testAPeerBeforeMinor4GetsTheDigestInTheOffer() async throws {
+        let content = Data((0..<(700_000)).map { UInt8(truncatingIfNeeded: $0 &* 3 + 1) })
+        let s = try await setUp(content)
+        let channel = try XCTUnwrap(s.pair.sb.registry.channel(for: s.pair.a.peerID))
+        await Self.speak(minor: 3, on: channel)
+        let progress = ProgressLog()
+        try await within(30, "the send to a minor-3 peer") { try await s.pair.sb.sendResource(at: s.src, to: s.pair.a.peerID) { progress.add($0) } }
+        XCTAssertEqual(s.log.offers.first?.sha256, Array(SHA256.hash(data: content)), "the offer carries the digest")
+        XCTAssertTrue(progress.all.contains { $0.stage == .hashing }, "the file was hashed before it was offered")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: s.inbox + "/source.bin")), content)
+    }
+
+    static func speak(minor: UInt8, on channel: isolated PeerChannel) { channel.core.sharedMinor = minor }
+
     func testAKeyedTransferResumesFromItsPartialFile() async throws {
         let content = Data((0..<(900 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7 + 3) })
         let s = try await setUp(content)
