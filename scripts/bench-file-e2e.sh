@@ -200,8 +200,10 @@ xfer0 = first(s, prog("transferring"))
 # A sender that hashes while sending reports no hashing stage: that phase is then empty.
 hashing = [t for t, e in s if prog("hashing")(e)]
 hash0, hash1 = (hashing[0], hashing[-1]) if hashing else (xfer0, xfer0)
-recv1 = last(v, lambda e: e.get("event") == "progress" and e.get("completed") == e.get("total"))
 verified = first(v, lambda e: e.get("event") == "received")
+# The receiver's last progress line; its report of the last byte may come after its verdict
+# (write completions and the verdict reach the session in any order): then the verdict's time.
+recv1 = min(verified, max([t for t, e in v if e.get("event") == "progress"] or [verified]))
 sent = first(s, lambda e: e.get("event") == "sent")
 ms = lambda a, b: (b - a) / 1e6
 # total, start-up+lookup, invitation+connect+handshake, hashing, offer→accept, transfer (to the last byte written
