@@ -97,7 +97,10 @@ final class HashWhileSendingTests: XCTestCase {
         let progress = ProgressLog()
         try await within(30, "the resumed send") { try await s.pair.sb.sendResource(at: s.src, to: s.pair.a.peerID) { progress.add($0) } }
         XCTAssertNil(s.log.offers.first?.sha256)
-        XCTAssertEqual(progress.first?.resumedFrom, 300 * 1024, "the transfer resumed from the partial file")
+        let transferring = progress.all.filter { $0.stage == .transferring }
+        XCTAssertEqual(transferring.first?.resumedFrom, 300 * 1024, "the transfer resumed from the partial file")
+        XCTAssertEqual(progress.all.filter { $0.stage == .hashing }.last?.completed, 300 * 1024,
+                       "the held part was hashed (and reported) before the rest went")
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: s.inbox + "/source.bin")), content)
         XCTAssertFalse(FileManager.default.fileExists(atPath: part))
     }

@@ -28,7 +28,8 @@ public struct ResourceOffer: Sendable, Hashable {
 public struct ResourceProgress: Sendable, Hashable, Codable {
     /// Whether this node sends the resource or receives it.
     public enum Direction: String, Sendable, Codable { /** `sending`: this node sends; `receiving`: it receives. */ case sending, receiving }
-    /// What the bytes count: the sender hashing its file before offering it, the receiver
+    /// What the bytes count: the sender hashing its file before offering it (or, when its
+    /// SHA-256 follows the data, hashing the part a resuming receiver holds), the receiver
     /// reading back a partial file it resumes, or the transfer itself.
     public enum Stage: String, Sendable, Codable { /** `hashing`, `verifying` or `transferring`, as above. */ case hashing, verifying, transferring }
     /// The peer the resource goes to or comes from.

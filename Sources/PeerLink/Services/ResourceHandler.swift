@@ -161,6 +161,11 @@ final class ResourceHandler: PeerProtocolHandler {
                 guard bytes.count == count else { throw PeerLinkError.file("\(path) shrank while being sent") }
                 hasher?.update(bytes)
                 outgoing[id]?.skimmed(count)
+                channel.upgrade.bulkActivity(now: Runtime.milliseconds())  // not an idle link meanwhile
+                if let r = outgoing[id] {
+                    progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.skimmed, total: size,
+                                               resumedFrom: r.start, stage: .hashing))
+                }
             case .sendDigest:
                 guard let hasher else { throw PeerLinkError.resourceFailed("'\(name)' has no digest to send") }
                 let (hashed, digest) = try await hasher.finish()
