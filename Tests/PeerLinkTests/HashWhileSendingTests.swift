@@ -17,13 +17,16 @@ final class HashWhileSendingTests: XCTestCase {
         let log: OfferLog
     }
 
-    /// A memory pair, a source file of `bytes`, and a receiver that accepts every offer into
+    /// A memory pair (or `pair`), a source file of `bytes`, and a receiver that accepts every offer into
     /// `inbox` and logs offers and outcomes.
-    func setUp(_ bytes: Data) async throws -> Setup {
-        let net = MemoryNetwork()
-        let p = try await connectedPair(transportA: MemoryTransport(network: net, address: "node-a"),
+    func setUp(_ bytes: Data, pair: Pair? = nil) async throws -> Setup {
+        let p: Pair
+        if let pair { p = pair } else {
+            let net = MemoryNetwork()
+            p = try await connectedPair(transportA: MemoryTransport(network: net, address: "node-a"),
                                         transportB: MemoryTransport(network: net, address: "node-b"),
                                         discovery: MemoryDiscovery(addressOf: { _ in "node-a" }))
+        }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-hws-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
@@ -101,6 +104,34 @@ final class HashWhileSendingTests: XCTestCase {
         XCTAssertEqual(transferring.first?.resumedFrom, 300 * 1024, "the transfer resumed from the partial file")
         XCTAssertEqual(progress.all.filter { $0.stage == .hashing }.last?.completed, 300 * 1024,
                        "the held part was hashed (and reported) before the rest went")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: s.inbox + "/source.bin")), content)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: part))
+    }
+
+    /// A keyed send cancelled mid-way leaves a partial file; the next send of the same file
+    /// resumes from it (the sender hashes the held part without sending it) and verifies.
+    func testACancelledKeyedSendResumesAndVerifies() async throws {
+        let net = MemoryNetwork()
+        net.conditions = ["node-a": MemoryLinkConditions(bandwidth: 400_000)]  // slow enough to cancel mid-way
+        let p = try await connectedPair(transportA: MemoryTransport(network: net, address: "node-a"),
+                                        transportB: MemoryTransport(network: net, address: "node-b"),
+                                        discovery: MemoryDiscovery(addressOf: { _ in "node-a" }))
+        let content = Data((0..<(2_000_000)).map { UInt8(truncatingIfNeeded: $0 &* 29 + 7) })
+        let s = try await setUp(content, pair: p)
+        let part = try keyedPart(s)
+        let sending = Task { try await s.pair.sb.sendResource(at: s.src, to: s.pair.a.peerID) }
+        let held = await waitUntil(timeout: 30) {
+            ((try? FileManager.default.attributesOfItem(atPath: part)[.size] as? UInt64) ?? 0) >= 256 * 1024
+        }
+        XCTAssertTrue(held, "the receiver wrote part of the file")
+        sending.cancel()
+        do { try await within(10, "the cancelled send to end") { try await sending.value }; XCTFail("a cancelled send throws") } catch is CancellationError {}
+        let failed = await waitUntil(timeout: 10) { s.log.errors.count == 1 }
+        XCTAssertTrue(failed, "the receiver saw the cancel")
+        let progress = ProgressLog()
+        try await within(60, "the resumed send") { try await s.pair.sb.sendResource(at: s.src, to: s.pair.a.peerID) { progress.add($0) } }
+        XCTAssertGreaterThan(progress.all.first { $0.stage == .transferring }?.resumedFrom ?? 0, 0, "the second send resumed")
+        XCTAssertEqual(s.log.offers.map { $0.sha256 == nil }, [true, true], "both offers keyed: a cancelled send leaves no digest")
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: s.inbox + "/source.bin")), content)
         XCTAssertFalse(FileManager.default.fileExists(atPath: part))
     }
