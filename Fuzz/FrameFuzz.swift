@@ -71,6 +71,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case let .resourceOffer(_, _, sha, name):
             check(sha.count == 32, "hash not 32 bytes")
             check(name.utf8.count <= WireLimits.name, "resource name over the limit")
+        case let .resourceOfferKeyed(_, _, key, name):
+            check(key.count == 32, "content key not 32 bytes")
+            check(name.utf8.count <= WireLimits.name, "resource name over the limit")
+        case let .resourceDigest(_, sha):
+            check(sha.count == 32, "hash not 32 bytes")
         default: break
         }
     case let .close(_, text):

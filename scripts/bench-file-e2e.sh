@@ -4,11 +4,13 @@
 # spread, the ratio, and where PeerLink's time goes (phases from its --json progress lines).
 #
 #   scripts/bench-file-e2e.sh [--size-mib N] [--rounds N] [--binary PATH] [--dir DIR]
-#                             [--scp-cipher CIPHER] [--keep]
+#                             [--baseline PATH] [--scp-cipher CIPHER] [--keep]
 #       --size-mib N     file size in MiB (default 1024)
 #       --rounds N       rounds; each runs PeerLink and scp once, their order alternating (default 3)
 #       --binary PATH    peerlink binary (default .build/release/peerlink; build it with
 #                        `swift build -c release --product peerlink`)
+#       --baseline PATH  a second peerlink binary (e.g. the build before a change), run in the
+#                        same rounds as --binary (both ends use the same binary each time)
 #       --dir DIR        where the file, its copies and the logs go; must be tmpfs (default /dev/shm)
 #       --scp-cipher C   pass `-c C` to scp (default: none, so ssh's default negotiation, as a user gets)
 #       --keep           keep the work directory (timestamped logs) afterwards
@@ -16,7 +18,8 @@
 # PeerLink: `peerlink receive --accept-all --count 1` runs in namespace A (started before the
 # clock, as a receiver waiting for files would be); the clock runs over
 # `peerlink send FILE --to alpha` in namespace B: start-up, mDNS lookup, connect and Noise
-# handshake, SHA-256 of the file, the transfer, and the receiver's verdict.
+# handshake, SHA-256 of the file (before the offer, or while sending: then it has no phase of
+# its own), the transfer, and the receiver's verdict.
 # scp: `scp FILE root@A:DIR/` from B, to an sshd this script starts inside A on A's lab
 # address with a host key, client key and authorized_keys made in a temporary directory
 # (the same recipe as Sources/peerlink-bench/OpenSSH.swift); the machine's own sshd and its
@@ -34,12 +37,13 @@ root=$(cd "$here/.." && pwd)
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 die() { echo "bench-file-e2e: $*" >&2; exit 2; }
 
-size_mib=1024 rounds=3 bin=$root/.build/release/peerlink base=/dev/shm cipher="" keep=""
+size_mib=1024 rounds=3 bin=$root/.build/release/peerlink baseline="" base=/dev/shm cipher="" keep=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --size-mib) size_mib=${2:?--size-mib needs a value}; shift 2 ;;
         --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
         --binary) bin=${2:?--binary needs a value}; shift 2 ;;
+        --baseline) baseline=${2:?--baseline needs a value}; shift 2 ;;
         --dir) base=${2:?--dir needs a value}; shift 2 ;;
         --scp-cipher) cipher=${2:?--scp-cipher needs a value}; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -51,6 +55,7 @@ done
 [[ $rounds =~ ^[0-9]+$ ]] && [ "$rounds" -ge 1 ] || die "--rounds must be a whole number ≥ 1"
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, sshd)"
 [ -x "$bin" ] || die "no peerlink binary at $bin (run: swift build -c release --product peerlink)"
+[ -z "$baseline" ] || [ -x "$baseline" ] || die "no peerlink binary at $baseline (--baseline)"
 for tool in /usr/sbin/sshd /usr/bin/scp /usr/bin/ssh /usr/bin/ssh-keygen python3 openssl cmp; do
     command -v "$tool" >/dev/null || die "'$tool' not found (apt-get install openssh-server openssh-client python3 openssl)"
 done
@@ -86,7 +91,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "binary: $bin"
+echo "binary: $bin${baseline:+; baseline: $baseline}"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(ssh -V 2>&1)"
 "$lab" up "$work/lab" 2 >"$work/lab-up.log" 2>&1 || { cat "$work/lab-up.log" >&2; failed=1; die "lab setup failed"; }
 addr_a=$("$lab" addr "$A")
@@ -152,8 +157,8 @@ mkdir -p "$work/inbox" "$work/scp-in"
 results="$work/results.tsv"
 : >"$results"
 
-run_peerlink() {  # ROUND
-    local r=$1 rc recv_pid start end
+run_peerlink() {  # ROUND [BINARY LABEL]
+    local r=$1 bin=${2:-$bin} label=${3:-peerlink} rc recv_pid start end
     rm -rf "$work/inbox/big.bin" "$work/inbox/.peerlink-partial"
     "$lab" exec "$A" env PEERLINK_CONFIG_DIR="$work/cfg-$A" "$bin" receive --service bench-file --name alpha \
         --media ip --dir "$work/inbox" --accept-all --count 1 --keep-free 0 --json 2>"$work/receive-$r.err" </dev/null |
@@ -176,9 +181,9 @@ run_peerlink() {  # ROUND
         failed=$((failed + 1)); echo "round $r: PeerLink FAILED (send exit $rc; see $work/send-$r.err)" >&2
         cat "$work/send-$r.err" >&2; return 1
     fi
-    python3 - "$work/send-$r.ts" "$work/receive-$r.ts" "$start" "$end" "$r" >>"$results" <<'PY'
+    python3 - "$work/send-$r.ts" "$work/receive-$r.ts" "$start" "$end" "$r" "$label" >>"$results" <<'PY'
 import json, sys
-send, recv, start, end, r = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+send, recv, start, end, r, label = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 def events(path):
     for line in open(path):
         t, _, rest = line.partition(" ")
@@ -191,16 +196,19 @@ def first(evs, pred): return next(t for t, e in evs if pred(e))
 def last(evs, pred): return [t for t, e in evs if pred(e)][-1]
 prog = lambda stage: (lambda e: e.get("event") == "progress" and e.get("stage") == stage)
 inviting = first(s, lambda e: e.get("event") == "inviting")
-hash0 = first(s, prog("hashing"))
-hash1 = last(s, prog("hashing"))
 xfer0 = first(s, prog("transferring"))
-recv1 = last(v, lambda e: e.get("event") == "progress" and e.get("completed") == e.get("total"))
+# A sender that hashes while sending reports no hashing stage: that phase is then empty.
+hashing = [t for t, e in s if prog("hashing")(e)]
+hash0, hash1 = (hashing[0], hashing[-1]) if hashing else (xfer0, xfer0)
 verified = first(v, lambda e: e.get("event") == "received")
+# The receiver's last progress line; its report of the last byte may come after its verdict
+# (write completions and the verdict reach the session in any order): then the verdict's time.
+recv1 = min(verified, max([t for t, e in v if e.get("event") == "progress"] or [verified]))
 sent = first(s, lambda e: e.get("event") == "sent")
 ms = lambda a, b: (b - a) / 1e6
 # total, start-up+lookup, invitation+connect+handshake, hashing, offer→accept, transfer (to the last byte written
 # at the receiver), receiver's verdict (verify, rename), verdict → sender has it, sender exit
-print("peerlink", r, *(f"{x:.0f}" for x in (ms(start, end), ms(start, inviting), ms(inviting, hash0), ms(hash0, hash1), ms(hash1, xfer0),
+print(label, r, *(f"{x:.0f}" for x in (ms(start, end), ms(start, inviting), ms(inviting, hash0), ms(hash0, hash1), ms(hash1, xfer0),
       ms(xfer0, recv1), ms(recv1, verified), ms(verified, sent), ms(sent, end))), sep="\t")
 PY
 }
@@ -223,7 +231,11 @@ run_scp() {  # ROUND
 
 echo "file: $size_mib MiB on $(stat -f -c %T "$work") ($work), $rounds rounds, order alternating"
 for r in $(seq 1 "$rounds"); do
-    if [ $((r % 2)) = 1 ]; then run_peerlink "$r"; run_scp "$r"; else run_scp "$r"; run_peerlink "$r"; fi
+    if [ $((r % 2)) = 1 ]; then
+        run_peerlink "$r"; [ -z "$baseline" ] || run_peerlink "$r" "$baseline" baseline; run_scp "$r"
+    else
+        run_scp "$r"; [ -z "$baseline" ] || run_peerlink "$r" "$baseline" baseline; run_peerlink "$r"
+    fi
     awk -F'\t' -v r="$r" '$2 == r { printf "round %s: %-8s %6.2f s\n", r, $1, $3 / 1000 }' "$results"
 done
 
@@ -231,31 +243,34 @@ python3 - "$results" "$size_mib" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 size = int(sys.argv[2]) << 20
-pl = [[float(x) / 1000 for x in r[2:]] for r in rows if r[0] == "peerlink"]
 sc = [float(r[2]) / 1000 for r in rows if r[0] == "scp"]
 med = statistics.median
 def line(name, xs):
     return f"{name:<9} median {med(xs):6.2f} s  ({size / med(xs) / 1e6:4.0f} MB/s)   rounds " + " ".join(f"{x:.2f}" for x in xs)
-print()
-print(line("PeerLink", [p[0] for p in pl]))
-print(line("scp", sc))
-ratio = med(sc) / med([p[0] for p in pl])
-per_round = [s / p[0] for s, p in zip(sc, pl)]
-print(f"PeerLink's rate / scp's rate: {ratio:.2f} (of the medians); per round " +
-      " ".join(f"{x:.2f}" for x in per_round) + f", their median {med(per_round):.2f}")
-names = ["start-up and mDNS lookup", "invitation, TCP connect, Noise handshake", "SHA-256 of the file (before the offer)", "offer → accepted",
-         "transfer (first byte offered → last byte written at the receiver)", "receiver's verdict (hash compare, rename)",
-         "verdict → sender", "sender's exit"]
-print("\nPeerLink's time by phase (median, min–max, s):")
-for i, n in enumerate(names, start=1):
-    xs = [p[i] for p in pl]
-    print(f"  {med(xs):6.2f}  {min(xs):5.2f}–{max(xs):5.2f}  {n}")
-xfer = med([p[5] for p in pl])
-print(f"\ntransfer phase alone: {size / xfer / 1e6:.0f} MB/s")
-# If the hash ran while the bytes travel, the time would be the total less the hashing phase
-# (at best: hashing and the transfer then share the 2 cores).
-best = med([p[0] - p[3] for p in pl])
-print(f"without the hashing phase (hash while sending, at best): {best:.2f} s, {med(sc) / best:.2f} × scp's rate")
+for label in ("baseline", "peerlink"):
+  pl = [[float(x) / 1000 for x in r[2:]] for r in rows if r[0] == label]
+  if not pl: continue
+  print(f"\n== {label} ==")
+  print(line(label, [p[0] for p in pl]))
+  print(line("scp", sc))
+  ratio = med(sc) / med([p[0] for p in pl])
+  per_round = [s / p[0] for s, p in zip(sc, pl)]
+  print(f"PeerLink's rate / scp's rate: {ratio:.2f} (of the medians); per round " +
+        " ".join(f"{x:.2f}" for x in per_round) + f", their median {med(per_round):.2f}")
+  names = ["start-up and mDNS lookup", "invitation, TCP connect, Noise handshake", "SHA-256 of the file before the offer (none when hashed while sending)", "offer → accepted",
+           "transfer (first byte offered → last byte written at the receiver)", "receiver's verdict (the digest if it follows, compare, rename)",
+           "verdict → sender", "sender's exit"]
+  print("\nPeerLink's time by phase (median, min–max, s):")
+  for i, n in enumerate(names, start=1):
+      xs = [p[i] for p in pl]
+      print(f"  {med(xs):6.2f}  {min(xs):5.2f}–{max(xs):5.2f}  {n}")
+  xfer = med([p[5] for p in pl])
+  print(f"\ntransfer phase alone: {size / xfer / 1e6:.0f} MB/s")
+  # If the hash ran while the bytes travel, the time would be the total less the hashing phase
+  # (at best: hashing and the transfer then share the 2 cores).
+  if any(p[3] > 0 for p in pl):
+      best = med([p[0] - p[3] for p in pl])
+      print(f"without the hashing phase (hash while sending, at best): {best:.2f} s, {med(sc) / best:.2f} × scp's rate")
 PY
 echo
 echo "machine load now: $(cut -d' ' -f1-3 /proc/loadavg)"

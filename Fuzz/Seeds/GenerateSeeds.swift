@@ -46,6 +46,8 @@ struct GenerateSeeds {
             .bulk(seq: 1, record: .streamData(stream: 3, bytes: [7, 7, 7])),
             .bulk(seq: 2, record: .streamClose(stream: 3, status: .finished)),
             .bulkAck(upTo: 2),
+            .reliable(seq: 13, record: .resourceOfferKeyed(stream: 5, size: 1 << 30, key: sha, name: "disk.img")),
+            .bulk(seq: 3, record: .resourceDigest(stream: 5, sha256: sha)),
         ]
         return fs.map { $0.encode() }
     }

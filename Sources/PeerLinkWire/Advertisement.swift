@@ -67,8 +67,9 @@ public enum PeerLinkProtocol {
     public static let major = 1
     /// Minor version: carried in the hello; peers use the smaller of the two. Minor 1 adds
     /// RESOURCE_ERROR (docs/PROTOCOL.md §9.9), minor 2 link-level pieces (§6.3), minor 3 the
-    /// receiver's margin in a no-space RESOURCE_ERROR (code 04).
-    public static let minor = 3
+    /// receiver's margin in a no-space RESOURCE_ERROR (code 04), minor 4 keyed offers whose
+    /// SHA-256 follows the data (RESOURCE_OFFER_KEYED, RESOURCE_DIGEST).
+    public static let minor = 4
     /// The Noise prologue bytes.
     public static let prologue: [UInt8] = Array("peerlink/\(major)".utf8)
 }

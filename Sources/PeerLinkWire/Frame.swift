@@ -192,8 +192,8 @@ public enum Frame: Equatable, Sendable {
             guard seq > 0 else { throw WireError.invalid(field: "bulk sequence number", reason: "must start at 1") }
             let record = try Record.decode(&r)
             switch record {
-            case .streamData, .streamClose, .resourceError: break
-            default: throw WireError.invalid(field: "bulk record", reason: "only STREAM_DATA, STREAM_CLOSE and RESOURCE_ERROR travel on the bulk lane")
+            case .streamData, .streamClose, .resourceError, .resourceDigest: break
+            default: throw WireError.invalid(field: "bulk record", reason: "only STREAM_DATA, STREAM_CLOSE, RESOURCE_ERROR and RESOURCE_DIGEST travel on the bulk lane")
             }
             frame = .bulk(seq: seq, record: record)
         case .bulkAck:
@@ -241,11 +241,18 @@ public enum Record: Equatable, Sendable {
     /// A step of negotiating a new link inside the session (e.g. a Wi-Fi Direct group).
     /// Protocol minor 1 and later.
     case linkSetup(LinkSetup)
+    /// Offers a resource whose SHA-256 follows its last byte (RESOURCE_DIGEST). `key` is the
+    /// sender's 32-byte name for this content, which the receiver keys a partial file by.
+    /// Protocol minor 4 and later.
+    case resourceOfferKeyed(stream: UInt32, size: UInt64, key: [UInt8], name: String)
+    /// The SHA-256 of a keyed resource's whole content, after its last STREAM_DATA and before
+    /// its STREAM_CLOSE, on the same lane. Protocol minor 4 and later.
+    case resourceDigest(stream: UInt32, sha256: [UInt8])
 
     public enum Kind: UInt8, Sendable {
         case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
         case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
-        case resourceError = 0x09, linkSetup = 0x0a
+        case resourceError = 0x09, linkSetup = 0x0a, resourceOfferKeyed = 0x0b, resourceDigest = 0x0c
     }
 
     /// The same message part or stream data with `payload` as its bytes (other records as
@@ -263,7 +270,7 @@ public enum Record: Equatable, Sendable {
         switch self {
         case let .messagePart(_, bytes), let .streamData(_, bytes): return bytes.count
         case let .streamOpen(_, name): return name.utf8.count
-        case let .resourceOffer(_, _, _, name): return 32 + name.utf8.count
+        case let .resourceOffer(_, _, _, name), let .resourceOfferKeyed(_, _, _, name): return 32 + name.utf8.count
         default: return 64
         }
     }
@@ -292,6 +299,10 @@ public enum Record: Equatable, Sendable {
         case let .linkSetup(setup):
             w.u8(Kind.linkSetup.rawValue)
             setup.encode(into: &w)
+        case let .resourceOfferKeyed(stream, size, key, name):
+            w.u8(Kind.resourceOfferKeyed.rawValue); w.u32(stream); w.u64(size); w.append(key); w.string16(name)
+        case let .resourceDigest(stream, sha):
+            w.u8(Kind.resourceDigest.rawValue); w.u32(stream); w.append(sha)
         }
     }
 
@@ -329,6 +340,12 @@ public enum Record: Equatable, Sendable {
             return .resourceError(stream: try r.u32("stream id"), error: try ResourceError.decode(&r))
         case .linkSetup:
             return .linkSetup(try LinkSetup.decode(&r))
+        case .resourceOfferKeyed:
+            let s = try r.u32("stream id"), size = try r.u64("resource size")
+            let key = try r.take(32, "resource content key")
+            return .resourceOfferKeyed(stream: s, size: size, key: key, name: try r.string16("resource name", limit: WireLimits.name))
+        case .resourceDigest:
+            return .resourceDigest(stream: try r.u32("stream id"), sha256: try r.take(32, "resource sha256"))
         }
     }
 }

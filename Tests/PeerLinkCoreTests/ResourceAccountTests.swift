@@ -90,12 +90,17 @@ final class ResourceAccountTests: XCTestCase {
     // MARK: sender
 
     /// A sender that follows the steps moves every byte once, in order, never past its credit
-    /// or a full backlog, and ends only on the receiver's verdict.
+    /// or a full backlog, and ends only on the receiver's verdict. When the digest follows,
+    /// every byte of the file from 0 goes through the hasher once, in order (a resumed prefix
+    /// read for it alone, first), and the digest goes after the last byte, before the close.
     func testStepsMoveEveryByteWithinCreditAndEndOnTheVerdict() {
         var rng = seededGenerator(self)
         for _ in 0..<200 {
             let size = UInt64.random(in: 0...(5 << 20), using: &rng)
-            var r = OutgoingResource(size: size)
+            let digestFollows = Bool.random(using: &rng)
+            var r = OutgoingResource(size: size, digestFollows: digestFollows)
+            var hashed: UInt64 = 0  // the file offset of the next byte the hasher takes
+            var digestSent = false
             XCTAssertEqual(r.next(credit: 1 << 20, backlogFull: false, readAhead: 0), .wait, "nothing before the receiver answers")
             let offset = UInt64.random(in: 0...size + 10, using: &rng)
             r.accepted(offset: offset)
@@ -116,6 +121,24 @@ final class ResourceAccountTests: XCTestCase {
                     XCTAssertGreaterThan(count, 0)
                     XCTAssertLessThanOrEqual(UInt64(count), size - at)
                     readAhead = count
+                    if digestFollows {
+                        XCTAssertEqual(at, hashed, "the hasher takes the bytes read in order, after the resumed prefix")
+                        hashed += UInt64(count)
+                    }
+                case let .skim(at, count):
+                    XCTAssertTrue(digestFollows, "only a keyed resource reads bytes it does not send")
+                    XCTAssertEqual(at, hashed)
+                    XCTAssertGreaterThan(count, 0)
+                    XCTAssertLessThanOrEqual(at + UInt64(count), min(offset, size), "skims only the prefix the receiver holds")
+                    hashed += UInt64(count)
+                    r.skimmed(count)
+                case .sendDigest:
+                    XCTAssertTrue(digestFollows)
+                    XCTAssertFalse(digestSent, "the digest goes once")
+                    XCTAssertEqual(position, size, "after the last byte")
+                    XCTAssertEqual(hashed, size, "covering every byte of the file")
+                    digestSent = true
+                    r.sentDigest()
                 case let .write(n):
                     XCTAssertGreaterThan(n, 0)
                     XCTAssertLessThanOrEqual(n, min(credit, readAhead, OutgoingResource.writePiece))
@@ -125,6 +148,7 @@ final class ResourceAccountTests: XCTestCase {
                     position += UInt64(n)
                 case .close:
                     XCTAssertEqual(position, size)
+                    XCTAssertEqual(digestSent, digestFollows, "a keyed resource closes only after its digest")
                     r.closed()
                     XCTAssertEqual(r.next(credit: credit, backlogFull: full, readAhead: 0), .wait, "waits for the verdict")
                     r.verdict(ok: true)
@@ -164,6 +188,75 @@ final class ResourceAccountTests: XCTestCase {
         r.verdict(ok: false)
         r.refused(nil)
         XCTAssertEqual(r.phase, .finished(ok: false), "a cancel after the verdict changes nothing")
+    }
+
+    /// A keyed resource that was not closed after its digest cannot be closed early: the
+    /// receiver would have nothing to check the bytes against.
+    func testAKeyedResourceClosesOnlyAfterItsDigest() {
+        var r = OutgoingResource(size: 10, digestFollows: true)
+        r.accepted(offset: 0)
+        XCTAssertEqual(r.next(credit: 100, backlogFull: false, readAhead: 0), .read(offset: 0, count: 10))
+        XCTAssertTrue(r.wrote(10))
+        r.closed()
+        XCTAssertEqual(r.phase, .sending, "no close before the digest")
+        XCTAssertEqual(r.next(credit: 0, backlogFull: true, readAhead: 0), .sendDigest, "the digest needs no credit")
+        r.sentDigest()
+        XCTAssertEqual(r.next(credit: 0, backlogFull: false, readAhead: 0), .close)
+        r.closed()
+        XCTAssertEqual(r.phase, .awaitingVerdict)
+    }
+
+    /// A resumed keyed resource reads the prefix the receiver holds for the hasher before any
+    /// byte goes, in chunks, whatever the credit.
+    func testAResumedKeyedResourceHashesThePrefixFirst() {
+        let size = UInt64(OutgoingResource.skimChunk) * 2 + 100
+        var r = OutgoingResource(size: size, digestFollows: true)
+        r.accepted(offset: size - 50)
+        XCTAssertEqual(r.next(credit: 0, backlogFull: false, readAhead: 0), .skim(offset: 0, count: OutgoingResource.skimChunk))
+        r.skimmed(OutgoingResource.skimChunk)
+        XCTAssertEqual(r.next(credit: 0, backlogFull: false, readAhead: 0),
+                       .skim(offset: UInt64(OutgoingResource.skimChunk), count: OutgoingResource.skimChunk))
+        r.skimmed(OutgoingResource.skimChunk)
+        XCTAssertEqual(r.next(credit: 0, backlogFull: false, readAhead: 0), .skim(offset: size - 100, count: 50))
+        r.skimmed(50)
+        XCTAssertEqual(r.next(credit: 0, backlogFull: false, readAhead: 0), .wait, "then the credit rules again")
+        XCTAssertEqual(r.next(credit: 100, backlogFull: false, readAhead: 0), .read(offset: size - 50, count: 50))
+        var plain = OutgoingResource(size: size)
+        plain.accepted(offset: size - 50)
+        XCTAssertEqual(plain.next(credit: 100, backlogFull: false, readAhead: 0), .read(offset: size - 50, count: 50),
+                       "a resource whose offer carried the digest skips the prefix")
+    }
+
+    /// The receiver of a keyed offer takes its digest once, only after the last byte, and has
+    /// nothing to check against until then; an offer with a digest takes none.
+    func testTheReceiverTakesAFollowingDigestOnceAfterTheLastByte() {
+        let sha = [UInt8](repeating: 7, count: 32)
+        var keyed = IncomingResource(size: 100, resumedFrom: 40)
+        XCTAssertEqual(keyed.expectedDigest, .failure(.noDigest))
+        XCTAssertEqual(keyed.take(50), .write)
+        if case .expected = keyed.digestArrived(sha) { XCTFail("a digest before the last byte is refused") }
+        XCTAssertEqual(keyed.take(10), .write)
+        XCTAssertEqual(keyed.digestArrived(sha), .expected, "after the last byte taken, even before it is written")
+        if case .expected = keyed.digestArrived(sha) { XCTFail("a second digest is refused") }
+        XCTAssertEqual(keyed.expectedDigest, .success(sha))
+
+        var offered = IncomingResource(size: 1, resumedFrom: 0, sha256: sha)
+        _ = offered.take(1)
+        if case .expected = offered.digestArrived([UInt8](repeating: 8, count: 32)) { XCTFail("an offer with a digest takes no other") }
+        XCTAssertEqual(offered.expectedDigest, .success(sha))
+    }
+
+    /// Partial files are named by content: a keyed offer's name depends on the sender and its
+    /// key and can never be one of a digest-named file.
+    func testPartialFileNamesKeepSendersAndContentsApart() throws {
+        let a = try PeerID(bytes: [UInt8](repeating: 1, count: 20)), b = try PeerID(bytes: [UInt8](repeating: 2, count: 20))
+        let key = [UInt8](repeating: 3, count: 32)
+        XCTAssertEqual(ResourcePartName.forDigest(key), String(repeating: "03", count: 32) + ".part")
+        XCTAssertEqual(ResourcePartName.forKey(key, from: a), ResourcePartName.forKey(key, from: a))
+        XCTAssertNotEqual(ResourcePartName.forKey(key, from: a), ResourcePartName.forKey(key, from: b))
+        XCTAssertNotEqual(ResourcePartName.forKey(key, from: a), ResourcePartName.forKey([UInt8](repeating: 4, count: 32), from: a))
+        XCTAssertTrue(ResourcePartName.forKey(key, from: a).hasPrefix("key-"))
+        XCTAssertFalse(ResourcePartName.forDigest(key).hasPrefix("key-"))
     }
 
     // MARK: names

@@ -298,6 +298,53 @@ final class SessionStreamTests: XCTestCase {
         XCTAssertEqual(p.b.unacknowledgedBytes, 0)
     }
 
+    /// A keyed offer (minor 4): the bytes go before any digest, the digest follows the last
+    /// byte on the same lane and arrives before the close.
+    func testKeyedResourceDigestFollowsTheLastByte() throws {
+        let p = SessionPair()
+        p.a.sharedMinor = 4
+        p.b.sharedMinor = 4
+        p.up(1)
+        let key = [UInt8](repeating: 5, count: 32), sha = [UInt8](repeating: 6, count: 32)
+        let id = try p.a.offerResource(name: "big.iso", size: 3, key: key, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsB, [.resourceOfferedKeyed(stream: id, name: "big.iso", size: 3, key: key)])
+        try p.b.acceptResource(id, offset: 0, now: 0)
+        p.settle()
+        try p.a.write([1, 2, 3], to: id, now: 0)
+        try p.a.sendResourceDigest(id, sha256: sha, now: 0)
+        p.a.close(stream: id, cancel: false, now: 0)
+        p.settle()
+        XCTAssertEqual(Array(p.eventsB.dropFirst()), [.streamData(stream: id, bytes: [1, 2, 3]), .resourceDigest(stream: id, sha256: sha),
+                                   .streamClosed(stream: id, status: .finished)])
+        p.b.finishResource(id, ok: true, now: 0)
+        p.settle()
+        XCTAssertEqual(p.eventsA.last, .resourceResult(stream: id, ok: true))
+        XCTAssertTrue(SessionPair.violations(p.eventsA + p.eventsB).isEmpty)
+    }
+
+    /// A peer before minor 4 never gets a keyed offer: the sender is told to offer the digest.
+    func testKeyedOfferNeedsMinor4() {
+        var a = SessionCore(role: .initiator)
+        a.sharedMinor = 3
+        XCTAssertThrowsError(try a.offerResource(name: "f", size: 1, key: [UInt8](repeating: 0, count: 32), now: 0)) {
+            guard case .unsupportedByPeer? = $0 as? SessionError else { return XCTFail("\($0)") }
+        }
+        a.sharedMinor = 4
+        XCTAssertNoThrow(try a.offerResource(name: "f", size: 1, key: [UInt8](repeating: 0, count: 32), now: 0))
+    }
+
+    /// A digest for a resource the receiver has not accepted (or never heard of) tells nothing.
+    func testADigestForAnUnacceptedResourceIsDropped() throws {
+        var b = SessionCore(role: .responder)
+        b.sharedMinor = 4
+        b.linkUp(1, now: 0)
+        b.receive(.reliable(seq: 1, record: .resourceOfferKeyed(stream: 1, size: 1, key: [UInt8](repeating: 0, count: 32), name: "f")), on: 1, now: 0)
+        b.receive(.bulk(seq: 1, record: .resourceDigest(stream: 1, sha256: [UInt8](repeating: 1, count: 32))), on: 1, now: 0)
+        b.receive(.bulk(seq: 2, record: .resourceDigest(stream: 9, sha256: [UInt8](repeating: 1, count: 32))), on: 1, now: 0)
+        XCTAssertEqual(events(&b), [.resourceOfferedKeyed(stream: 1, name: "f", size: 1, key: [UInt8](repeating: 0, count: 32))])
+    }
+
     func testResourceRejectedByHash() throws {
         let p = SessionPair()
         p.up(1)

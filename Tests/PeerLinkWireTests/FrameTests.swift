@@ -32,6 +32,9 @@ final class FrameTests: XCTestCase {
         .reliable(seq: 16, record: .resourceError(stream: 5, error: .diskFull(held: 123, size: 456))),
         .reliable(seq: 17, record: .resourceError(stream: 5, error: .writeFailed(held: 0, size: 9, reason: "Input/output error"))),
         .bulk(seq: 1, record: .resourceError(stream: 5, error: .diskFull(held: 1, size: 2))),
+        .reliable(seq: 18, record: .resourceOfferKeyed(stream: 7, size: .max, key: sha, name: String(repeating: "k", count: WireLimits.name))),
+        .reliable(seq: 19, record: .resourceOfferKeyed(stream: 7, size: 0, key: sha, name: "")),
+        .bulk(seq: 2, record: .resourceDigest(stream: 7, sha256: sha)),
         .ack(upTo: 0),
         .ack(upTo: .max),
         .unreliable(payload: []),
@@ -180,6 +183,14 @@ final class FrameTests: XCTestCase {
                        [0x01, 0, 0, 0, 2, 0, 0, 0, 3, 0, 1, 9])
     }
 
+    /// RESOURCE_DIGEST has exactly 32 bytes of digest: one more or one fewer does not decode.
+    func testADigestOfAnyOtherLengthDoesNotDecode() {
+        let good = Frame.bulk(seq: 1, record: .resourceDigest(stream: 3, sha256: Self.sha)).encode()
+        XCTAssertNoThrow(try Frame.decode(good))
+        XCTAssertThrowsError(try Frame.decode(good + [0]))
+        XCTAssertThrowsError(try Frame.decode(Array(good.dropLast())))
+    }
+
     func testEveryPrefixOfEveryFrameThrowsOrIsAShorterPayload() {
         for f in Self.samples {
             let enc = f.encode()
@@ -277,7 +288,7 @@ final class FrameTests: XCTestCase {
     }
 
     func testUnknownRecordTypes() {
-        for t: UInt8 in [0x00, 0x0b, 0xff] {
+        for t: UInt8 in [0x00, 0x0d, 0xff] {
             var w = WireWriter()
             w.u8(Frame.Kind.reliable.rawValue); w.u64(1); w.u8(t); w.append([0, 0, 0, 0, 0])
             XCTAssertEqual(assertWireError(try Frame.decode(w.bytes)), .unknownType(context: "record", value: t))

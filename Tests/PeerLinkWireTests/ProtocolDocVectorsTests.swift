@@ -40,6 +40,8 @@ final class ProtocolDocVectorsTests: XCTestCase {
         ("record-resource-result", .reliable(seq: 9, record: .resourceResult(stream: 3, ok: true))),
         ("record-resource-error", .reliable(seq: 10, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 16 << 20)))),
         ("record-resource-error-margin", .reliable(seq: 11, record: .resourceError(stream: 3, error: .noSpace(needed: 32 << 20, available: 0, margin: 64 << 20)))),
+        ("record-resource-offer-keyed", .reliable(seq: 12, record: .resourceOfferKeyed(stream: 3, size: 11, key: Array(0..<32), name: "hello.txt"))),
+        ("record-resource-digest", .reliable(seq: 13, record: .resourceDigest(stream: 3, sha256: helloWorldSHA256))),
         ("record-link-setup", .reliable(seq: 11, record: .linkSetup(LinkSetup(id: 1, step: .propose, medium: "wifi-direct",
                                                                                 parameters: [.init("roles", [3])], text: "sending 'f.bin'")))),
     ]
@@ -107,7 +109,7 @@ final class ProtocolDocVectorsTests: XCTestCase {
             ("record-message-part", 0x01), ("record-stream-open", 0x02), ("record-stream-data", 0x03),
             ("record-stream-credit", 0x04), ("record-stream-close", 0x05), ("record-resource-offer", 0x06),
             ("record-resource-accept", 0x07), ("record-resource-result", 0x08), ("record-resource-error", 0x09),
-            ("record-link-setup", 0x0a),
+            ("record-link-setup", 0x0a), ("record-resource-offer-keyed", 0x0b), ("record-resource-digest", 0x0c),
         ]
         for (name, type) in recordTypes {
             let bytes = try doc.hex(name)

@@ -81,7 +81,7 @@ package enum FileDigest {
             get { lock.withLock { held } }
             set { lock.withLock { held = newValue } }
         }
-        /// Whole-file hashes computed so far.
+        /// Whole-file hashes computed so far (a pass of its own, or while sending).
         static var hashes: Int { lock.withLock { count } }
         static func afterChunk() {
             let d = delayPerChunk
@@ -107,6 +107,16 @@ struct FileIdentity: Hashable, Sendable {
         inode = UInt64(st.st_ino)
         size = UInt64(st.st_size)
         modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+    /// The sender's 32-byte name for this content in a keyed offer (PROTOCOL §11.7): the
+    /// SHA-256 of the file's device, inode, size and modification time. A file changed since
+    /// an interrupted transfer gets a new key, so the receiver does not resume from the old
+    /// bytes; a change that keeps all four is caught by the digest at the end.
+    var contentKey: [UInt8] {
+        var h = SHA256()
+        h.update(data: Array("peerlink/content-key".utf8))
+        for v in [device, inode, size, UInt64(bitPattern: modified)] { withUnsafeBytes(of: v.bigEndian) { h.update(bufferPointer: $0) } }
+        return Array(h.finalize())
     }
 }
 
@@ -145,6 +155,16 @@ final class DigestCache: @unchecked Sendable {
         }
         return joined
     }
+
+    /// The digest if it is known (hashed before, by a pass or while sending), without hashing.
+    func known(_ id: FileIdentity) -> [UInt8]? { lock.withLock { digests[id] } }
+
+    /// Whether the digest is known or a pass is hashing the file now (a send then waits for it
+    /// rather than reading the file a second time).
+    func isKnownOrRunning(_ id: FileIdentity) -> Bool { lock.withLock { digests[id] != nil || running[id] != nil } }
+
+    /// Remembers a digest computed elsewhere (while sending the whole file).
+    func remember(_ digest: [UInt8], for id: FileIdentity) { lock.withLock { rememberLocked(digest, for: id) } }
 
     /// Ends a pass: a digest is remembered; every waiter gets the result.
     func finish(_ id: FileIdentity, _ job: HashJob, _ result: Result<[UInt8], Error>) {

@@ -323,7 +323,7 @@ package actor PeerChannel {
             }
         case .streamWritable:
             break
-        case .resourceOffered, .resourceAccepted, .resourceResult, .resourceError:
+        case .resourceOffered, .resourceOfferedKeyed, .resourceDigest, .resourceAccepted, .resourceResult, .resourceError:
             break  // the resource service's
         case let .linkSetup(m):
             receivedLinkSetup(m)

@@ -12,15 +12,26 @@ public struct ResourceOffer: Sendable, Hashable {
     public let name: String
     /// The file's size in bytes.
     public let size: UInt64
-    /// SHA-256 of the file's content (32 bytes), checked by the receiver before it keeps the file.
-    public let sha256: [UInt8]
+    /// SHA-256 of the file's content (32 bytes), checked by the receiver before it keeps the
+    /// file. Nil when the sender sends it after the last byte (a sender that had not hashed the
+    /// file yet): the receiver checks it all the same before it keeps the file.
+    public let sha256: [UInt8]?
+    /// The sender's name for the content when its SHA-256 follows the bytes (keys the
+    /// partial file, PROTOCOL §11.7).
+    let contentKey: [UInt8]?
+
+    init(peer: PeerID, stream: UInt32, name: String, size: UInt64, sha256: [UInt8]?, contentKey: [UInt8]? = nil) {
+        self.peer = peer; self.stream = stream; self.name = name; self.size = size
+        self.sha256 = sha256; self.contentKey = contentKey
+    }
 }
 
 /// Progress of a resource in either direction.
 public struct ResourceProgress: Sendable, Hashable, Codable {
     /// Whether this node sends the resource or receives it.
     public enum Direction: String, Sendable, Codable { /** `sending`: this node sends; `receiving`: it receives. */ case sending, receiving }
-    /// What the bytes count: the sender hashing its file before offering it, the receiver
+    /// What the bytes count: the sender hashing its file before offering it (or, when its
+    /// SHA-256 follows the data, hashing the part a resuming receiver holds), the receiver
     /// reading back a partial file it resumes, or the transfer itself.
     public enum Stage: String, Sendable, Codable { /** `hashing`, `verifying` or `transferring`, as above. */ case hashing, verifying, transferring }
     /// The peer the resource goes to or comes from.

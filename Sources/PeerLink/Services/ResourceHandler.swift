@@ -37,6 +37,14 @@ final class ResourceHandler: PeerProtocolHandler {
             let offer = ResourceOffer(peer: channel.peer, stream: id, name: ResourceName.safe(name), size: size, sha256: sha)
             offers[id] = offer
             channel.session.emit(.resourceOffered(offer))
+        case let .resourceOfferedKeyed(id, name, size, key):
+            let offer = ResourceOffer(peer: channel.peer, stream: id, name: ResourceName.safe(name), size: size, sha256: nil, contentKey: key)
+            offers[id] = offer
+            channel.session.emit(.resourceOffered(offer))
+        case let .resourceDigest(id, sha):
+            if case let .unexpected(why)? = receiving[id]?.account.digestArrived(sha) {
+                failResource(id, "\(why); the partial file is kept to resume", in: channel)
+            }
         case let .resourceAccepted(id, offset):
             outgoing[id]?.accepted(offset: offset)
         case let .resourceResult(id, ok):
@@ -84,28 +92,42 @@ final class ResourceHandler: PeerProtocolHandler {
     // MARK: outgoing
 
     /// Offers the file at `path` as `name`, sends it from where the receiver has it, and waits
-    /// for the receiver's SHA-256 verdict.
+    /// for the receiver's SHA-256 verdict. When the digest is not known yet and the peer speaks
+    /// protocol minor 4, the offer is keyed and the file is hashed as it is sent, the digest
+    /// following the last byte; otherwise the file is hashed first and the offer carries it.
     func send(path: String, name: String, progress: (@Sendable (ResourceProgress) -> Void)?, in channel: isolated PeerChannel) async throws {
         let peer = channel.peer
         // A faster link is proposed before the file is hashed: forming a Wi-Fi Direct group
         // and hashing a large file on a Raspberry Pi take seconds each, and need not take
         // them one after the other.
-        let size = try FileIdentity(path: path).size
+        let identity = try FileIdentity(path: path)
+        let size = identity.size
         guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
         channel.bulkStarting("sending '\(name)' (\(ByteCount.text(size)))")
-        // Hashing runs off this actor (FileDigest), once per file content, so a retry after a
-        // lost link does not hash again. Each progress step counts as bulk activity, so that
-        // a long hash does not look like an idle upgraded link.
-        let (hashedSize, sha) = try await FileDigest.sha256(ofFileAt: path) { [weak channel] done, total in
-            progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
-                                       resumedFrom: 0, stage: .hashing))
-            Task { await channel?.bulkContinues() }
+        let hasher = channel.core.sharedMinor >= 4 && !FileDigest.cache.isKnownOrRunning(identity) ? StreamingDigest() : nil
+        var sha: [UInt8]?
+        if hasher == nil {
+            // Hashing runs off this actor (FileDigest), once per file content, so a retry after a
+            // lost link does not hash again. Each progress step counts as bulk activity, so that
+            // a long hash does not look like an idle upgraded link.
+            let (hashedSize, digest) = try await FileDigest.sha256(ofFileAt: path) { [weak channel] done, total in
+                progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: done, total: total,
+                                           resumedFrom: 0, stage: .hashing))
+                Task { await channel?.bulkContinues() }
+            }
+            guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
+            sha = digest
         }
-        guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
         let reader = try OutgoingFileReader(path: path)
         guard !channel.ended else { throw PeerLinkError.notConnected(peer) }
-        let id = try channel.core.offerResource(name: name, size: size, sha256: sha, now: Runtime.milliseconds())
-        outgoing[id] = OutgoingResource(size: size)
+        let now = Runtime.milliseconds()
+        let id: UInt32
+        if let sha {
+            id = try channel.core.offerResource(name: name, size: size, sha256: sha, now: now)
+        } else {
+            id = try channel.core.offerResource(name: name, size: size, key: identity.contentKey, now: now)
+        }
+        outgoing[id] = OutgoingResource(size: size, digestFollows: sha == nil)
         channel.process()
         defer { outgoing[id] = nil; refusals[id] = nil }
         func report(_ r: OutgoingResource) {
@@ -128,9 +150,37 @@ final class ResourceHandler: PeerProtocolHandler {
             case .wait:
                 await channel.waitForChange()
             case let .read(offset, count):
+                // A hasher slower than the link holds a bounded number of chunks.
+                if let hasher, hasher.isBehind { try await hasher.catchUp() }
                 chunk = try await reader.read(at: offset, count: count)
                 used = 0
                 guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
+                hasher?.update(chunk)
+            case let .skim(offset, count):
+                // A resumed keyed resource: the receiver holds these bytes, the digest covers them.
+                let bytes = try await reader.read(at: offset, count: count)
+                guard bytes.count == count else { throw PeerLinkError.file("\(path) shrank while being sent") }
+                hasher?.update(bytes)
+                outgoing[id]?.skimmed(count)
+                channel.upgrade.bulkActivity(now: Runtime.milliseconds())  // not an idle link meanwhile
+                if let r = outgoing[id] {
+                    progress?(ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.skimmed, total: size,
+                                               resumedFrom: r.start, stage: .hashing))
+                }
+            case .sendDigest:
+                guard let hasher else { throw PeerLinkError.resourceFailed("'\(name)' has no digest to send") }
+                let (hashed, digest) = try await hasher.finish()
+                guard hashed == size else { throw PeerLinkError.file("\(path) changed size while being sent (\(size) → \(hashed) bytes)") }
+                sha = digest
+                guard outgoing[id]?.phase == .sending else { continue }  // refused while hashing: the loop's top says how
+                do {
+                    try channel.core.sendResourceDigest(id, sha256: digest, now: Runtime.milliseconds())
+                } catch {
+                    if channel.refused.contains(id) || channel.ended { continue }
+                    throw error
+                }
+                outgoing[id]?.sentDigest()
+                channel.process()
             case let .write(n):
                 try channel.core.write(chunk[used..<used + n], to: id, now: Runtime.milliseconds())
                 channel.upgrade.bulkActivity(now: Runtime.milliseconds())
@@ -144,6 +194,8 @@ final class ResourceHandler: PeerProtocolHandler {
             case .done:
                 switch r.phase {
                 case .finished(ok: true):
+                    // Hashed while sending: a later send of the unchanged file offers the digest at once.
+                    if r.digestFollows, let sha, (try? FileIdentity(path: path)) == identity { FileDigest.cache.remember(sha, for: identity) }
                     let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.sent, total: size, resumedFrom: r.start)
                     channel.session.emit(.resourceFinished(done, path: path, error: nil))
                     return
@@ -189,8 +241,18 @@ final class ResourceHandler: PeerProtocolHandler {
     /// Where the bytes of a resource with this SHA-256 wait in `directory` until they verify
     /// (named by the content, so a later offer of the same bytes resumes from them).
     static func partialPath(in directory: String, sha256: [UInt8]) -> String {
-        ((directory as NSString).appendingPathComponent(".peerlink-partial") as NSString)
-            .appendingPathComponent(FileDigest.hex(sha256) + ".part")
+        partialPath(in: directory, named: ResourcePartName.forDigest(sha256))
+    }
+
+    /// Where the bytes of `offer` wait in `directory`: named by its SHA-256, or for a keyed
+    /// offer by its sender and content key (PROTOCOL §11.7).
+    static func partialPath(in directory: String, for offer: ResourceOffer) -> String {
+        if let sha = offer.sha256 { return partialPath(in: directory, sha256: sha) }
+        return partialPath(in: directory, named: ResourcePartName.forKey(offer.contentKey ?? [], from: offer.peer))
+    }
+
+    private static func partialPath(in directory: String, named file: String) -> String {
+        ((directory as NSString).appendingPathComponent(".peerlink-partial") as NSString).appendingPathComponent(file)
     }
 
     /// The space check of an offer of `size` bytes of which `held` are already on disk, for
@@ -207,7 +269,7 @@ final class ResourceHandler: PeerProtocolHandler {
     func accept(_ offer: ResourceOffer, directory: String, keepFree: UInt64, in channel: isolated PeerChannel) throws {
         guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
         let fm = FileManager.default
-        let partPath = Self.partialPath(in: directory, sha256: offer.sha256)
+        let partPath = Self.partialPath(in: directory, for: offer)
         let partDir = (partPath as NSString).deletingLastPathComponent
         do {
             try fm.createDirectory(atPath: partDir, withIntermediateDirectories: true)
@@ -231,7 +293,7 @@ final class ResourceHandler: PeerProtocolHandler {
         offers[offer.stream] = nil
         let have = writer.resumedFrom
         receiving[offer.stream] = IncomingFile(offer: offer, directory: directory, writer: writer,
-                                               account: IncomingResource(size: offer.size, resumedFrom: have),
+                                               account: IncomingResource(size: offer.size, resumedFrom: have, sha256: offer.sha256),
                                                reservation: device.map { DiskSpace.pending.reserve(needed, on: $0) })
         // A resumed prefix is hashed again before new bytes are written (on the writer's queue).
         let peer = channel.peer, session = channel.session, name = offer.name, size = offer.size
@@ -328,8 +390,17 @@ final class ResourceHandler: PeerProtocolHandler {
             return
         }
         // Every byte is hashed as it is written: verifying is a comparison, off this actor.
-        f.writer.finish(sha256: f.offer.sha256, directory: f.directory, name: f.offer.name) { [weak channel] result in
-            Task { await channel?.resourceVerified(id, result) }
+        switch f.account.expectedDigest {
+        case let .success(sha):
+            f.writer.finish(sha256: sha, directory: f.directory, name: f.offer.name) { [weak channel] result in
+                Task { await channel?.resourceVerified(id, result) }
+            }
+        case let .failure(why):
+            receiving[id] = nil
+            f.writer.close()
+            channel.core.finishResource(id, ok: false, now: Runtime.milliseconds())
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: "\(why)"))
+            channel.process()
         }
     }
 

@@ -18,10 +18,18 @@ public struct IncomingResource: Sendable, Equatable {
     public private(set) var received: UInt64
     /// Bytes handed to the writer whose completion has not come back yet.
     public private(set) var queued: UInt64 = 0
+    /// The SHA-256 the whole content must have: from the offer, or for a keyed offer from the
+    /// RESOURCE_DIGEST after the last byte (nil until it came).
+    public private(set) var sha256: [UInt8]?
+    /// Whether the digest follows the bytes (a keyed offer).
+    public let digestFollows: Bool
     private var lastReported: UInt64
 
-    public init(size: UInt64, resumedFrom: UInt64) {
+    /// `sha256` is the offer's digest, nil for a keyed offer (its digest follows the bytes).
+    public init(size: UInt64, resumedFrom: UInt64, sha256: [UInt8]? = nil) {
         self.size = size
+        self.sha256 = sha256
+        self.digestFollows = sha256 == nil
         self.resumedFrom = min(resumedFrom, size)
         self.received = self.resumedFrom
         self.lastReported = self.resumedFrom
@@ -60,6 +68,39 @@ public struct IncomingResource: Sendable, Equatable {
     public mutating func stopped(holding held: UInt64) {
         received = min(held, size)
         queued = 0
+    }
+
+    /// What to do with a RESOURCE_DIGEST.
+    public enum DigestTake: Equatable, Sendable {
+        /// Keep it: the content is checked against it at the end.
+        case expected
+        /// Not allowed here: stop the resource (the reason says why), keep what is written.
+        case unexpected(String)
+    }
+
+    /// A RESOURCE_DIGEST arrived. Only a keyed offer takes one, once, after its last byte
+    /// (a byte after it would not be covered by what the sender hashed).
+    public mutating func digestArrived(_ digest: [UInt8]) -> DigestTake {
+        guard digestFollows else { return .unexpected("the sender sent a SHA-256 after an offer that carried one") }
+        guard sha256 == nil else { return .unexpected("the sender sent the SHA-256 twice") }
+        guard received + queued == size else {
+            return .unexpected("the sender sent the SHA-256 after \(received + queued) of \(size) bytes")
+        }
+        guard digest.count == 32 else { return .unexpected("the SHA-256 is not 32 bytes") }
+        sha256 = digest
+        return .expected
+    }
+
+    /// What the writer checks the whole content against once the sender closed the stream,
+    /// or why it cannot check (a keyed resource whose digest never came: nothing lands).
+    public var expectedDigest: Result<[UInt8], VerifyFailure> {
+        sha256.map { .success($0) } ?? .failure(.noDigest)
+    }
+
+    /// Why the content cannot be checked.
+    public enum VerifyFailure: Error, Equatable, Sendable, CustomStringConvertible {
+        case noDigest
+        public var description: String { "the sender ended the transfer without its SHA-256: nothing was checked or kept as a file (the partial file is kept to resume)" }
     }
 
     /// Every announced byte is written.

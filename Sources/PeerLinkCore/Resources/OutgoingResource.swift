@@ -4,9 +4,16 @@ import PeerLinkWire
 /// verdict: what the receiver answered, how far the bytes went, and what the sending loop does
 /// next. The loop feeds it the receiver's answers and the state of the link (credit, a full
 /// backlog, the bytes it has read ahead) and carries out the step it is given.
+///
+/// A keyed resource (`digestFollows`, PROTOCOL §11.7) is hashed as it is read: every byte
+/// from 0 goes through the hasher once, in order. On a resume from `start` the bytes before
+/// it are read for the hasher alone (`skim`), and after the last byte the digest is sent
+/// before the close.
 public struct OutgoingResource: Sendable, Equatable {
     /// Bytes read from the file at once (ahead of the credit).
     public static let readChunk = 1 << 20
+    /// Bytes read at once for the hasher alone (a resumed keyed resource's prefix).
+    public static let skimChunk = 4 << 20
     /// Most bytes handed to the session at once.
     public static let writePiece = 64 * 1024
 
@@ -31,9 +38,18 @@ public struct OutgoingResource: Sendable, Equatable {
     public private(set) var sent: UInt64 = 0
     /// Whether the receiver accepted before anything else happened (a refusal after it is a cancel).
     public private(set) var wasAccepted = false
+    /// Whether the SHA-256 goes after the last byte (a keyed offer) instead of in the offer.
+    public let digestFollows: Bool
+    /// Bytes before `start` read for the hasher alone (a keyed resource's resumed prefix).
+    public private(set) var skimmed: UInt64 = 0
+    /// Whether the digest of a keyed resource went out.
+    public private(set) var digestSent = false
     private var lastReported: UInt64 = 0
 
-    public init(size: UInt64) { self.size = size }
+    public init(size: UInt64, digestFollows: Bool = false) {
+        self.size = size
+        self.digestFollows = digestFollows
+    }
 
     /// The receiver accepted from `offset` (clamped to the size). Ignored unless offered.
     public mutating func accepted(offset: UInt64) {
@@ -65,7 +81,13 @@ public struct OutgoingResource: Sendable, Equatable {
         case read(offset: UInt64, count: Int)
         /// Hand `count` bytes of the read-ahead to the session.
         case write(count: Int)
-        /// Every byte went: close the stream and wait for the verdict.
+        /// Read `count` bytes at `offset` for the hasher only: they are not sent (the receiver
+        /// holds them), but the digest covers them.
+        case skim(offset: UInt64, count: Int)
+        /// Every byte went: send the digest of all of them (a keyed resource).
+        case sendDigest
+        /// Every byte went (and the digest, when it follows): close the stream and wait for
+        /// the verdict.
         case close
         /// Done: the phase says how.
         case done
@@ -78,7 +100,9 @@ public struct OutgoingResource: Sendable, Equatable {
         case .offered, .awaitingVerdict: return .wait
         case .finished, .refused: return .done
         case .sending:
-            guard sent < size else { return .close }
+            // The hasher takes the bytes in order: a resumed prefix before any byte after it.
+            if digestFollows, skimmed < start { return .skim(offset: skimmed, count: Int(min(UInt64(Self.skimChunk), start - skimmed))) }
+            guard sent < size else { return digestFollows && !digestSent ? .sendDigest : .close }
             if credit <= 0 || backlogFull { return .wait }
             if readAhead <= 0 { return .read(offset: sent, count: Int(min(UInt64(Self.readChunk), size - sent))) }
             return .write(count: min(credit, Self.writePiece, readAhead, Int(clamping: size - sent)))
@@ -95,9 +119,21 @@ public struct OutgoingResource: Sendable, Equatable {
         return true
     }
 
-    /// The stream was closed after the last byte.
+    /// `count` bytes of the resumed prefix went through the hasher.
+    public mutating func skimmed(_ count: Int) {
+        guard phase == .sending else { return }
+        skimmed = min(skimmed + UInt64(max(count, 0)), start)
+    }
+
+    /// The digest went out after the last byte.
+    public mutating func sentDigest() {
+        guard phase == .sending, digestFollows, sent == size else { return }
+        digestSent = true
+    }
+
+    /// The stream was closed after the last byte (and the digest, when it follows).
     public mutating func closed() {
-        guard phase == .sending, sent == size else { return }
+        guard phase == .sending, sent == size, !digestFollows || digestSent else { return }
         phase = .awaitingVerdict
     }
 }

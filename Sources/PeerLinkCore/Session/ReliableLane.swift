@@ -12,7 +12,7 @@ public enum Lane: String, Sendable, CaseIterable, Codable {
     /// The lane that carries `record`: data and its end travel together, the rest on `main`.
     public static func of(_ record: Record) -> Lane {
         switch record {
-        case .streamData, .streamClose, .resourceError: return .bulk
+        case .streamData, .streamClose, .resourceError, .resourceDigest: return .bulk
         default: return .main
         }
     }

@@ -87,6 +87,10 @@ public enum SessionEvent: Equatable, Sendable {
     /// The remote granted credit: more bytes may be written on this outgoing stream.
     case streamWritable(stream: UInt32)
     case resourceOffered(stream: UInt32, name: String, size: UInt64, sha256: [UInt8])
+    /// An offer whose SHA-256 follows its bytes (`resourceDigest`); `key` names its content.
+    case resourceOfferedKeyed(stream: UInt32, name: String, size: UInt64, key: [UInt8])
+    /// The SHA-256 of an accepted keyed resource, after its last byte.
+    case resourceDigest(stream: UInt32, sha256: [UInt8])
     case resourceAccepted(stream: UInt32, offset: UInt64)
     case resourceResult(stream: UInt32, ok: Bool)
     /// The receiver of one of our resources refused or stopped it, and why (a stream close follows).

@@ -287,6 +287,34 @@ public struct SessionCore: Sendable {
         return id
     }
 
+    /// Offers a resource whose SHA-256 follows its last byte (`sendResourceDigest`), so the
+    /// bytes can start before the sender has read the whole file. `key` (32 bytes) names the
+    /// content for the receiver's partial file. Throws `SessionError.unsupportedByPeer` when
+    /// the remote predates protocol minor 4: offer with the digest instead.
+    public mutating func offerResource(name: String, size: UInt64, key: [UInt8], now: UInt64) throws -> UInt32 {
+        guard !isClosed else { throw SessionError.closed }
+        guard sharedMinor >= 4 else { throw SessionError.unsupportedByPeer("an offer whose digest follows (protocol minor 4)") }
+        guard name.utf8.count <= WireLimits.name, key.count == 32 else {
+            throw SessionError.messageTooLarge(size: name.utf8.count, limit: WireLimits.name)
+        }
+        let id = allocateStreamID()
+        outboundCredit[id] = 0
+        outgoingResources.insert(id)
+        enqueue(.resourceOfferKeyed(stream: id, size: size, key: key, name: name))
+        flush(now: now)
+        return id
+    }
+
+    /// Sends the SHA-256 of a keyed resource's whole content, after its last byte and before
+    /// its close (on the lane of its bytes, so it follows them).
+    public mutating func sendResourceDigest(_ stream: UInt32, sha256: [UInt8], now: UInt64) throws {
+        guard !isClosed else { throw SessionError.closed }
+        guard outboundCredit[stream] != nil, outgoingResources.contains(stream) else { throw SessionError.unknownStream(stream) }
+        guard sha256.count == 32 else { throw SessionError.messageTooLarge(size: sha256.count, limit: 32) }
+        enqueue(.resourceDigest(stream: stream, sha256: sha256))
+        flush(now: now)
+    }
+
     /// Bytes that may be written on an outgoing stream now.
     public func credit(of stream: UInt32) -> Int? { outboundCredit[stream] }
 
@@ -858,6 +886,18 @@ public struct SessionCore: Sendable {
             inbound[id] = Inbound(kind: .resource(accepted: false), creditLeft: 0, consumedSinceGrant: 0,
                                   window: Int(config.streamWindow), lastGrant: now)
             outputs.append(.event(.resourceOffered(stream: id, name: name, size: size, sha256: sha)))
+        case let .resourceOfferKeyed(id, size, key, name):
+            guard isRemoteStreamID(id), inbound[id] == nil else {
+                outputs.append(.event(.protocolViolation("resource id \(id) reused or of the wrong side")))
+                return
+            }
+            inbound[id] = Inbound(kind: .resource(accepted: false), creditLeft: 0, consumedSinceGrant: 0,
+                                  window: Int(config.streamWindow), lastGrant: now)
+            outputs.append(.event(.resourceOfferedKeyed(stream: id, name: name, size: size, key: key)))
+        case let .resourceDigest(id, sha):
+            // Only for a resource we accepted; one cancelled here may still have it in flight.
+            guard case .resource(accepted: true)? = inbound[id]?.kind else { return }
+            outputs.append(.event(.resourceDigest(stream: id, sha256: sha)))
         case let .streamData(id, bytes):
             guard var s = inbound[id] else { return }  // cancelled locally: late data is dropped
             guard bytes.count <= s.creditLeft else {
