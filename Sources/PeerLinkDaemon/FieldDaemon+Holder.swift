@@ -143,6 +143,10 @@ extension FieldDaemon {
         let session = self.session, log = self.log
         transfers[id] = Task {
             do {
+                // The receiving daemon matches the offer's SHA-256 with the item it was told
+                // of, so the offer carries it: hashed once per content (cached), not after the
+                // bytes as a plain send to a new peer would.
+                try await session.prepareToSend(fileAt: path)
                 try await session.sendResource(at: path, name: id.description, to: peer)
                 log.debug("item's bytes verified by the peer; waiting for its receipt", metadata: ["item": "\(id)"])
             } catch {
