@@ -9,15 +9,18 @@ public struct WireBytes: Sendable, Codable, Equatable {
     /// Bytes read from the connection.
     public var received: UInt64
 
+    /// Counts of `sent` and `received` bytes.
     public init(sent: UInt64 = 0, received: UInt64 = 0) {
         self.sent = sent
         self.received = received
     }
 
+    /// Both directions added (wrapping past 2^64, which no link reaches).
     public static func + (a: WireBytes, b: WireBytes) -> WireBytes {
         WireBytes(sent: a.sent &+ b.sent, received: a.received &+ b.received)
     }
 
+    /// Adds `b` to `a` in both directions.
     public static func += (a: inout WireBytes, b: WireBytes) { a = a + b }
 }
 

@@ -32,6 +32,7 @@ public enum MetricsCatalogue {
                                       help: "Links up now, per medium.")
     public static let linkChanges = Entry(name: "peerlink_link_changes_total", kind: .counter, labels: ["medium", "change"],
                                           help: "Links that came up or went down, per medium.")
+    /// Bytes on the wire per direction and medium (`Session.wireBytes()`).
     public static let wireBytes = Entry(name: "peerlink_wire_bytes_total", kind: .counter, labels: ["direction", "medium"],
                                         help: "Bytes links moved on the wire (handshake, ciphertext, framing): sent or received, per medium.")
     public static let handovers = Entry(name: "peerlink_handovers_total", kind: .counter, labels: ["role"],
