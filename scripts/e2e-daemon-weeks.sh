@@ -9,6 +9,10 @@
 #  3. A full disk: C's inbox is a small tmpfs, filled up; an item bigger than the free space
 #     (less keep_free) waits at its holder (not expired, not lost) and both logs say why; once
 #     space is freed it arrives intact, once.
+#     The disk fills during a transfer (another file takes the space): the transfer stops
+#     with the reason, nothing partial shows in the inbox, the holder keeps the item, and it
+#     resumes (the receiver's peerlink_wire_bytes_total shows only the rest crossed) and
+#     arrives once, intact, when the file is removed.
 #  4. A flood: B queues 300 items for the hub (files in its outbox and messages through its
 #     API); C's one file, queued while the flood is under way, arrives before the flood has
 #     drained; every flood item arrives exactly once.
@@ -23,7 +27,7 @@ flood=300
 while [ $# -gt 0 ]; do
     case $1 in
         --flood) flood=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) bin=$1; shift ;;
     esac
 done
@@ -47,6 +51,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# wire_received HOST — bytes HOST's links read on the wire so far, every medium (its metrics)
+wire_received() {
+    "$lab" exec "$1" curl -s --max-time 5 http://127.0.0.1:9464/metrics |
+        awk '/^peerlink_wire_bytes_total\{direction="received"/ { n += $2 } END { printf "%d\n", n }'
+}
 # arrives HOST REGEX SECONDS WHAT — waits for a line of HOST's log; says what did not come
 arrives() {
     wait_for "$work/$1.log" "$2" "$3" && return 0
@@ -84,7 +93,7 @@ id_a=$(peerid "$A"); id_b=$(peerid "$B"); id_c=$(peerid "$C")
 mkdir -p "$small_inbox"
 mount -t tmpfs -o size=16m,mode=0755 tmpfs "$small_inbox" || { echo "FAIL a tmpfs for $C's inbox"; echo "0 passed, 1 failed"; exit 1; }
 config "$A"; config "$B"
-keep_free='"1M"' config "$C" "inbox = \"$small_inbox\""
+keep_free='"1M"' config "$C" "inbox = \"$small_inbox\"" 'metrics = "127.0.0.1:9464"'
 start "$A"; start "$B"; start "$C"
 for h in "$A" "$B" "$C"; do arrives "$h" "running" 20 "start of the daemon" || { echo "FAIL $h's daemon started"; exit 1; }; done
 sleep 1  # the three find each other; no items yet, so no sessions
@@ -163,6 +172,55 @@ check "…and the holder settles it" arrives "$B" "delivered .*peer=$id_c size=6
 sleep 1
 check "…once" once "$small_inbox" too-big.bin
 echo "     full disk: $(( $(date +%s) - t )) s"
+
+# 3b. The disk fills during a transfer: B's 7 MiB item for C is moving (B held to 16 Mbit/s)
+# when another file takes all of C's free space. The transfer stops and both say why; nothing
+# of it shows in the inbox; B keeps the item; once the filler is gone it resumes and lands once.
+t=$(date +%s)
+"$lab" exec "$B" tc qdisc add dev lab0 root tbf rate 16mbit burst 64kb latency 100ms
+drop "$B" "$id_c" mid-fill.bin 7
+partial="$small_inbox/.peerlink-staging/$id_b/.peerlink-partial"
+held=0
+for _ in $(seq 1 300); do
+    held=$(find "$partial" -name '*.part' -printf '%s\n' 2>/dev/null | sort -n | tail -1)
+    [ "${held:-0}" -gt 1048576 ] && break
+    sleep 0.1
+done
+check "the item is moving (over 1 MiB of 7 held by the receiver)" \
+    bash -c "[ '${held:-0}' -gt 1048576 ] && [ '${held:-0}' -lt 7340032 ] || { echo '     the receiver held ${held:-0} bytes'; exit 1; }"
+cat /dev/zero >"$small_inbox/filler" 2>/dev/null
+echo "     the filler took the rest of the receiver's disk with ${held:-0} bytes of the item held"
+check "the receiver stops the transfer and says why (its disk is full)" \
+    arrives "$C" "item transfer stopped; the partial file is kept to resume .*why=the disk is full after" 30 "note that the disk filled"
+check "…the holder says why it stopped" \
+    arrives "$B" "item transfer stopped; it resumes when the peer is back .*disk is full" 10 "holder's note of the full disk"
+sleep 4
+check "…nothing of it in the receiver's inbox" bash -c "
+    n=\$(find '$small_inbox' -maxdepth 1 -name '*mid-fill*' | wc -l); [ \$n = 0 ] || { echo \"     \$n files named *mid-fill* in the inbox\"; exit 1; }"
+check "…the bytes it held are kept, hidden, to resume" bash -c "
+    h=\$(find '$partial' -name '*.part' -printf '%s\n' 2>/dev/null | sort -n | tail -1)
+    [ \"\${h:-0}\" -gt 1048576 ] || { echo \"     the receiver's part file holds \${h:-0} bytes\"; exit 1; }"
+check "…and the holder keeps it queued (not expired, not failed, not delivered)" bash -c "
+    $(declare -f items); export root='$root' work='$work'
+    q=\$(items '$B' queued,sending | grep -c 'mid-fill.bin'); x=\$(items '$B' expired,failed,delivered | grep -c 'mid-fill.bin')
+    [ \"\$q\" = 1 ] && [ \"\$x\" = 0 ] || { echo \"     the holder's ledger: \$q queued, \$x settled\"; exit 1; }"
+held=$(find "$partial" -name '*.part' -printf '%s\n' 2>/dev/null | sort -n | tail -1)
+wire_before=$(wire_received "$C")
+rm -f "$small_inbox/filler"
+check "once the filler is removed the item resumes and arrives" arrives "$C" "item received .*mid-fill.bin" 60 "item after the filler was removed"
+wire_after=$(wire_received "$C")
+resent=$((wire_after - wire_before))
+echo "     after the filler went: ${resent} bytes read on the wire for the 7340032-byte item (${held:-0} held)"
+check "…resumed from the bytes it held, not sent again from the start" \
+    bash -c "[ '${wire_before:-0}' -gt 0 ] && [ $resent -lt $((7340032 - ${held:-0} / 2)) ] || { echo '     $resent bytes read since the filler went (${wire_before:-0} before)'; exit 1; }"
+check "…intact" intact "$small_inbox/mid-fill.bin" "$work/original-mid-fill.bin"
+check "…and the holder settles it" arrives "$B" "delivered .*peer=$id_c size=7340032" 20 "settlement of the item"
+sleep 1
+check "…once" once "$small_inbox" mid-fill.bin
+check "…settled once" bash -c "
+    [ \$(grep -c 'delivered .*size=7340032' '$work/$B.log') = 1 ] || { echo '     the holder settled it \$(grep -c 'delivered .*size=7340032' '$work/$B.log') times'; exit 1; }"
+"$lab" exec "$B" tc qdisc del dev lab0 root
+echo "     disk filling during a transfer: $(( $(date +%s) - t )) s"
 
 # 4. A flood: B queues $flood items for the hub, two thirds files dropped in its outbox at
 # once and the rest messages through its API; C's one file is queued once the hub has taken

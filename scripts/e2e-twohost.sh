@@ -74,7 +74,7 @@ check "message alpha → beta" wait_for "$work/chat-b.out" '"text":"pong from al
 "$bin" links --json >"$work/links.json" 2>"$work/links.err"
 links_rc=$?
 check "links exits 0 and lists both chats" test "$links_rc" = 0 -a "$(grep -c '"command" : "chat"' "$work/links.json")" = 2
-check "…each with its peer connected over a TCP link carrying reliable messages, with a reason" python3 - "$work/links.json" <<'PY'
+check "…each with its peer connected over a TCP link carrying reliable messages, with a reason and its bytes on the wire" python3 - "$work/links.json" <<'PY'
 import json, sys
 reports = json.load(open(sys.argv[1]))
 ok = len(reports) == 2
@@ -83,10 +83,12 @@ for r in reports:
     ok = ok and len(peers) == 1 and peers[0]["state"] == "connected"
     links = peers[0]["links"] if peers else []
     ok = ok and any(l["medium"] == "tcp" and "reliable" in l["carries"] and l["reasons"].get("reliable") for l in links)
+    ok = ok and all(l["wire"]["sent"] > 0 and l["wire"]["received"] > 0 for l in links)
 sys.exit(0 if ok else 1)
 PY
 "$bin" links >"$work/links.txt" 2>&1
 check "links text names the medium, RTT and what the link carries" grep -qE 'link [0-9]+ tcp .* rtt .* carries .*reliable' "$work/links.txt"
+check "…and the bytes each link moved on the wire" grep -qE '^ +wire: sent [0-9.]+ (B|KiB|MiB|GiB), received [0-9.]+ (B|KiB|MiB|GiB)' "$work/links.txt"
 for i in $(seq 1 50); do echo "seq $i" >&8; done
 check "50 reliable messages arrive" wait_for "$work/chat-a.out" '"text":"seq 50"' 15
 order=$(grep -o '"text":"seq [0-9]*"' "$work/chat-a.out" | grep -o '[0-9]*' | tr '\n' ' ')

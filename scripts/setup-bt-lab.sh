@@ -7,7 +7,7 @@
 #
 # Environment: PEERLINK_LAB_DIR (default /opt/peerlink-lab) holds the virtme-ng venv, the
 # unpacked NetworkManager (networkmanager/, or PEERLINK_LAB_NM_DIR) and the lab's btvirt
-# (btvirt/btvirt: BlueZ's controller emulator with Hardware/bt-lab/btvirt-repeat-pairing.patch).
+# (btvirt/btvirt: BlueZ's controller emulator with the patches Hardware/bt-lab/btvirt-*.patch).
 set -euo pipefail
 
 LAB_DIR="${PEERLINK_LAB_DIR:-/opt/peerlink-lab}"
@@ -156,16 +156,17 @@ else
 fi
 
 # The lab's btvirt: BlueZ's controller emulator built from Debian's source of the installed
-# bluez with one patch (Hardware/bt-lab/btvirt-repeat-pairing.patch). The packaged btvirt
+# bluez with the patches Hardware/bt-lab/btvirt-*.patch, in name order. The packaged btvirt
 # skips the responder's IO Capability Request in every pairing after its first, so one side
 # stores a bond the other lacks and BlueZ's default configuration then refuses the pair: not
-# what two real controllers do (Hardware/bt-lab/README.md, "The emulator's pairing state").
-# Rebuilt when the installed bluez or the patch changes (BTVIRT_DIR/.source says which).
+# what two real controllers do (Hardware/bt-lab/README.md, "The emulator's pairing state");
+# btvirt-replug.patch lets SIGUSR2 unplug the set's last controller and plug it in again.
+# Rebuilt when the installed bluez or a patch changes (BTVIRT_DIR/.source says which).
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BTVIRT_DIR="$LAB_DIR/btvirt"
-BTVIRT_PATCH="$REPO/Hardware/bt-lab/btvirt-repeat-pairing.patch"
+BTVIRT_PATCHES=("$REPO"/Hardware/bt-lab/btvirt-*.patch)
 btvirt_source() {   # what the built btvirt must come from
-    printf 'bluez=%s patch=%s\n' "$(dpkg-query -W -f='${Version}' bluez 2>/dev/null)" "$(sha256sum <"$BTVIRT_PATCH" | cut -c1-16)"
+    printf 'bluez=%s patch=%s\n' "$(dpkg-query -W -f='${Version}' bluez 2>/dev/null)" "$(cat "${BTVIRT_PATCHES[@]}" | sha256sum | cut -c1-16)"
 }
 btvirt_ok() { [[ -x $BTVIRT_DIR/btvirt && "$(cat "$BTVIRT_DIR/.source" 2>/dev/null)" == "$(btvirt_source)" ]]; }
 
@@ -174,7 +175,7 @@ if btvirt_ok; then
 else
     if ((check_only)); then log "lab btvirt missing or stale in $BTVIRT_DIR (want $(btvirt_source))"; exit 1; fi
     version=$(dpkg-query -W -f='${Version}' bluez)
-    log "building btvirt from Debian's bluez $version source with $(basename "$BTVIRT_PATCH")"
+    log "building btvirt from Debian's bluez $version source with $(for p in "${BTVIRT_PATCHES[@]}"; do printf '%s ' "$(basename "$p")"; done)"
     src=$(mktemp -d "${TMPDIR:-/tmp}/peerlink-bluez-src.XXXXXX")
     chmod 777 "$src"   # apt's _apt user downloads into it
     mkdir -p "$src/lists/partial"
@@ -187,7 +188,7 @@ else
        { ( cd "$src" && $SUDO apt-get "${apt_src[@]}" source "bluez=$version" ) >>"$src/apt.log" 2>&1 ||
          ( cd "$src" && $SUDO apt-get "${apt_src[@]}" source bluez ) >>"$src/apt.log" 2>&1; }; then
         tree=$(ls -d "$src"/bluez-*/ 2>/dev/null | head -n 1)
-        if [[ -n $tree ]] && ( cd "$tree" && $SUDO patch -p1 --forward <"$BTVIRT_PATCH" ) >>"$src/apt.log" 2>&1; then
+        if [[ -n $tree ]] && ( cd "$tree" && for p in "${BTVIRT_PATCHES[@]}"; do $SUDO patch -p1 --forward <"$p" || exit 1; done ) >>"$src/apt.log" 2>&1; then
             printf '#define VERSION "%s"\n' "$version" | $SUDO tee "$tree/config.h" >/dev/null
             # btvirt's sources (BlueZ's Makefile.tools) and the parts of src/shared and lib it uses
             if ( cd "$tree" && $SUDO gcc -O2 -w -DHAVE_CONFIG_H -I. -o "$src/btvirt" \

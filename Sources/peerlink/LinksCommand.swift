@@ -14,7 +14,8 @@ struct LinksCommand: ParsableCommand {
         $XDG_RUNTIME_DIR/peerlink (else /tmp/peerlink-<uid>; PEERLINK_RUNTIME_DIR overrides). \
         For each peer: each link's medium, remote address, state (up, or suspected while it is \
         silent with data in flight), round-trip time, probe loss, measured throughput, the \
-        roles it carries (control, reliable, bulk, unreliable) and the link policy's reason. \
+        roles it carries (control, reliable, bulk, unreliable), the bytes it moved on the wire \
+        (handshake, ciphertext and framing, both ways) and the link policy's reason. \
         A running daemon's links are shown too, read from its API socket (found as `peerlink \
         status` finds it, or --socket). Exit status 1 when no running command was found.
         """
@@ -83,6 +84,7 @@ struct LinksCommand: ParsableCommand {
                 let rate = l.throughput.map { bytes(UInt64($0)) + "/s" } ?? "-"
                 let carries = l.carries.isEmpty ? "nothing" : l.carries.joined(separator: ",")
                 s += "    link \(l.id) \(l.medium.rawValue) \(l.remote) \(l.state) rtt \(rtt) loss \(Int(l.loss * 100))% \(rate) carries \(carries)\n"
+                if let w = l.wire { s += "      wire: sent \(bytes(w.sent)), received \(bytes(w.received))\n" }
                 s += "      why: \(l.reason)\n"
             }
             if !p.upgrades.isEmpty { s += "    negotiated links:\n" }

@@ -177,9 +177,32 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(holder.value(#"peerlink_item_bytes_total{direction="sent"}"#), 1000, holder.body)
         XCTAssertEqual(holder.value("peerlink_peers_connected"), 1, holder.body)
         XCTAssertGreaterThanOrEqual(holder.body.split(separator: "\n").filter { $0.hasPrefix("peerlink_links_up{") && !$0.hasSuffix(" 0") }.count, 1, holder.body)
+        let wire = holder.value(#"peerlink_wire_bytes_total{direction="sent",medium="memory"}"#) ?? 0
+        XCTAssertGreaterThanOrEqual(wire, 1000, "the item's bytes crossed the wire\n" + holder.body)
+        XCTAssertGreaterThanOrEqual(holder.value(#"peerlink_wire_bytes_total{direction="received",medium="memory"}"#) ?? 0, 1, holder.body)
         let receiver = String(decoding: await b.daemon.metricsText(), as: UTF8.self)
         XCTAssertTrue(receiver.contains("peerlink_items_received_total{peer=\"\(a.peer)\"} 1"), receiver)
         await a.stop(); await b.stop()
+    }
+
+    /// Bytes on the wire follow the session's totals per medium and never go down, even when
+    /// a snapshot reads less (a scrape racing a link's end).
+    func testWireBytesFollowTheSessionAndNeverGoBackwards() {
+        let metrics = DaemonMetrics()
+        func value(_ direction: String, _ medium: String) -> Double? {
+            ScrapeAnswer(Array("HTTP/1.1 200 OK\r\n\r\n".utf8) + metrics.exposition())?
+                .value("peerlink_wire_bytes_total{direction=\"\(direction)\",medium=\"\(medium)\"}")
+        }
+        metrics.update(MetricsSnapshot(wireBytes: ["tcp": WireBytes(sent: 1000, received: 200), "rfcomm": WireBytes(sent: 50, received: 70)]))
+        XCTAssertEqual(value("sent", "tcp"), 1000)
+        XCTAssertEqual(value("received", "tcp"), 200)
+        XCTAssertEqual(value("received", "rfcomm"), 70)
+        metrics.update(MetricsSnapshot(wireBytes: ["tcp": WireBytes(sent: 900, received: 300)]))
+        XCTAssertEqual(value("sent", "tcp"), 1000, "a smaller reading does not move the counter down")
+        XCTAssertEqual(value("received", "tcp"), 300)
+        XCTAssertEqual(value("sent", "rfcomm"), 50, "a medium missing from a snapshot keeps its count")
+        metrics.update(MetricsSnapshot(wireBytes: ["tcp": WireBytes(sent: 1500, received: 300)]))
+        XCTAssertEqual(value("sent", "tcp"), 1500, "growth past the earlier high is counted once")
     }
 
     /// docs/METRICS.md lists every metric of the catalogue, with its type.

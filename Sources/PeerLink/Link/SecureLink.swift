@@ -35,12 +35,16 @@ package final class SecureLink: @unchecked Sendable {
     /// The largest plaintext sent in one message on this link: what the remote's hello asked
     /// for, when it speaks minor 2 and so joins pieces (PROTOCOL §6.3); nil sends whole frames.
     public let pieceLimit: Int?
+    /// Bytes on the wire so far, the handshake's included (atomics; no lock on the data path).
+    private let tally: WireTally
 
     private static let counter = LinkCounter()
 
     private init(connection: MessageConnection, remotePeer: PeerID, remoteHello: Hello,
                  send: NoiseCipherState, receive: NoiseCipherState,
-                 datagram: DatagramPath?, udp: UDPSocket?, datagramTarget: (host: String, port: UInt16)?) {
+                 datagram: DatagramPath?, udp: UDPSocket?, datagramTarget: (host: String, port: UInt16)?,
+                 handshakeBytes: WireBytes) {
+        self.tally = WireTally(handshakeBytes)
         self.datagram = datagram
         self.udp = udp
         self.datagramTarget = datagramTarget
@@ -69,25 +73,33 @@ package final class SecureLink: @unchecked Sendable {
         }
         defer { watchdog.cancel() }
         do {
+            // The handshake's messages count as the link's first bytes on the wire.
+            let prefix = connection.lengthPrefixSize
+            var handshakeBytes = WireBytes()
+            func send(_ message: [UInt8]) {
+                handshakeBytes.sent += UInt64(message.count + prefix)
+                connection.enqueue(message)
+            }
             var hs = NoiseHandshakeXX(role: initiator ? .initiator : .responder, staticKey: identity.privateKey,
                                       prologue: PeerLinkProtocol.prologue)
             func next() async throws -> [UInt8] {
                 guard let m = try await connection.receive() else { throw LinkError.closedByRemote }
+                handshakeBytes.received += UInt64(m.count + prefix)
                 return m
             }
             let remoteHello: Hello
             if initiator {
-                connection.enqueue(try hs.writeMessage(payload: []))
+                send(try hs.writeMessage(payload: []))
                 let payload = try hs.readMessage(try await next())
                 try check(hs, expecting: expecting, prefix: expectingPrefix)
                 remoteHello = try Hello.decode(payload)
-                connection.enqueue(try hs.writeMessage(payload: hello.encode()))
+                send(try hs.writeMessage(payload: hello.encode()))
             } else {
                 // Message 1 is unauthenticated; PeerLink's is exactly an ephemeral key.
                 guard try hs.readMessage(try await next()).isEmpty else {
                     throw LinkError.handshakeFailed("handshake message 1 must have an empty payload")
                 }
-                connection.enqueue(try hs.writeMessage(payload: hello.encode()))
+                send(try hs.writeMessage(payload: hello.encode()))
                 remoteHello = try Hello.decode(try hs.readMessage(try await next()))
                 try check(hs, expecting: expecting, prefix: expectingPrefix)
             }
@@ -101,7 +113,8 @@ package final class SecureLink: @unchecked Sendable {
             }
             return SecureLink(connection: connection, remotePeer: PeerID(publicKey: key), remoteHello: remoteHello,
                               send: ciphers.send, receive: ciphers.receive,
-                              datagram: path, udp: path == nil ? nil : udp, datagramTarget: target)
+                              datagram: path, udp: path == nil ? nil : udp, datagramTarget: target,
+                              handshakeBytes: handshakeBytes)
         } catch {
             connection.close()
             if fired.isSet { throw LinkError.timedOut("secure handshake with \(connection.remoteDescription)") }
@@ -157,6 +170,9 @@ package final class SecureLink: @unchecked Sendable {
             connection.close()
             return
         }
+        var bytes = 0
+        for m in messages { bytes += m.count }
+        tally.sent(bytes)
         connection.enqueue(prefixed: messages)
     }
 
@@ -187,6 +203,9 @@ package final class SecureLink: @unchecked Sendable {
                 return nil
             }
             frames.reserveCapacity(messages.count)
+            var bytes = messages.count * connection.lengthPrefixSize
+            for m in messages { bytes += m.count }
+            tally.received(bytes)
             for message in messages {
                 do {
                     if let frame = try open(message) { frames.append(frame) }
@@ -236,6 +255,9 @@ package final class SecureLink: @unchecked Sendable {
             throw LinkError.protocolError("\(error)")
         }
     }
+
+    /// Bytes this link moved on its connection so far (`WireBytes`); read at any time.
+    public var wireBytes: WireBytes { tally.value }
 
     /// Closes the connection and stops its UDP path, if any.
     public func close() {

@@ -91,6 +91,7 @@ package actor PeerChannel {
             Task { await self?.receivedDatagram(payload) }
         }
         links[link.id] = link
+        session.wire.linkUp(link)
         linkSet.add(LinkSet.Link(id: link.id, linkClass: link.medium.linkClass, fast: PeerChannel.isFast(link.medium),
                                  negotiated: link.medium.traits.negotiated, maxFrame: Int(link.remoteHello.maxFrame)))
         // A link that sends in pieces (minor 2) takes frames of any size; only an older peer's
@@ -206,6 +207,7 @@ package actor PeerChannel {
         guard let link = links.removeValue(forKey: id) else { return }
         _ = linkSet.remove(id)
         link.close()
+        session.wire.linkEnded(link)
         core.linkDown(id)
         applyPolicy()
         session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: reason))
@@ -234,7 +236,7 @@ package actor PeerChannel {
         timer = nil
         upgrade.stop(reason: "the session with the peer ended", now: Runtime.milliseconds())
         runUpgradeActions()
-        for l in links.values { l.close() }
+        for l in links.values { l.close(); session.wire.linkEnded(l) }
         links.removeAll()
         for s in incomingStreams.values { s.buffer.finish(.notConnected(peer)) }
         incomingStreams.removeAll()
@@ -285,6 +287,7 @@ package actor PeerChannel {
             if let link = links.removeValue(forKey: id) {
                 _ = linkSet.remove(id)
                 link.close()
+                session.wire.linkEnded(link)
                 session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
                 session.linkDown(peer, id)
                 upgradeNoticeLinkDown(id, reason: "nothing received for \(seconds) s (keepalive)")
@@ -466,7 +469,7 @@ package actor PeerChannel {
                 ? (linkSet.suspicion(of: l.id).map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
                 : roles.map { "\($0.0): \($0.1)" }.joined(separator: "; ")
             return LinkSnapshot(id: l.id, medium: l.medium, remote: l.connection.remoteDescription, datagram: l.datagramDescription,
-                                datagrams: l.datagramCounts, rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
+                                datagrams: l.datagramCounts, wire: l.wireBytes, rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
                                 state: st?.suspect == true ? "suspected" : "up",
                                 carries: roles.map(\.0),
                                 reasons: Dictionary(uniqueKeysWithValues: roles),

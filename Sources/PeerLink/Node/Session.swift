@@ -54,6 +54,8 @@ public final class Session: Sendable {
     /// Invitations accepted into this session whose link is still joining.
     let joining = PendingCount()
     let registry = ChannelRegistry()
+    /// Bytes on the wire of every link that joined this session, per medium.
+    let wire = SessionWireBytes()
     private let managers = ManagerRegistry()
     /// Whether this session has asked the node's upgraders to stand by (and owes them a
     /// `standDown()`).
@@ -211,6 +213,10 @@ public final class Session: Sendable {
         return out
     }
 
+    /// Bytes on the wire per medium of every link that joined this session: live links' counts
+    /// plus what ended links had moved. Never smaller than an earlier answer.
+    public func wireBytes() -> [Medium: WireBytes] { wire.perMedium }
+
     /// Leaves the session gracefully: peers are told, then links close. Peers whose
     /// invitation was accepted into it and are still joining are waited for and left too.
     public func disconnect() async {
@@ -352,6 +358,8 @@ public struct LinkSnapshot: Sendable, Codable {
     public var datagram: String?
     /// What crossed that UDP path so far (nil without one).
     public var datagrams: DatagramCounts?
+    /// Bytes the link moved on its connection so far (nil in an older daemon's report).
+    public var wire: WireBytes?
     /// The latest measured round trip in milliseconds; nil until one was measured.
     public var rttMillis: UInt64?
     /// Fraction of recent keepalive probes not answered in time.

@@ -994,7 +994,7 @@ enum OpenAPIDocument {
           },
           "links": {
             "type": "object",
-            "description": "The daemon session's link policy and each connected peer's links, in the form `peerlink links --json` prints (peer, displayName, state, links with medium, remote, rttMillis, loss, throughput, carries, reason, …).",
+            "description": "The daemon session's link policy and each connected peer's links, in the form `peerlink links --json` prints (peer, displayName, state, links with medium, remote, rttMillis, loss, throughput, wire (bytes sent and received on the wire), carries, reason, …).",
             "required": [
               "policy",
               "peers"

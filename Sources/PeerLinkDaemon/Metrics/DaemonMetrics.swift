@@ -46,6 +46,8 @@ public final class DaemonMetrics: Sendable {
         /// Label sets of the scrape-time gauges already set, to zero those that are gone.
         var linkMedia: Set<String> = []
         var pending: Set<[String]> = []
+        /// What `peerlink_wire_bytes_total` was moved to, per direction and medium label.
+        var wire: [[String]: UInt64] = [:]
         /// Each connected peer's carrier link per role ("peer role"), so that the first carrier
         /// of a session is not counted as a handover.
         var carriers: [String: UInt64] = [:]
@@ -147,6 +149,27 @@ public final class DaemonMetrics: Sendable {
         }
         for m in oldMedia.union(links.keys) { gauge(MetricsCatalogue.linksUp, [m]).set(Int64(links[m] ?? 0)) }
         for k in oldPending.union(pending.keys) { gauge(MetricsCatalogue.itemsPending, k).set(Int64(pending[k] ?? 0)) }
+        wire(s.wireBytes)
+    }
+
+    /// Moves `peerlink_wire_bytes_total` up to the session's totals: by what each grew since
+    /// the last scrape, never down.
+    private func wire(_ totals: [String: WireBytes]) {
+        var now: [[String]: UInt64] = [:]
+        for (medium, b) in totals {
+            let m = mediumLabel(medium)
+            now[["sent", m], default: 0] &+= b.sent
+            now[["received", m], default: 0] &+= b.received
+        }
+        let steps = labels.withLock { l -> [[String]: UInt64] in
+            var steps: [[String]: UInt64] = [:]
+            for (k, v) in now where v > l.wire[k] ?? 0 {
+                steps[k] = v - (l.wire[k] ?? 0)
+                l.wire[k] = v
+            }
+            return steps
+        }
+        for (k, step) in steps { counter(MetricsCatalogue.wireBytes, k).increment(by: Int64(clamping: step)) }
     }
 
     /// The text exposition (format 0.0.4) of everything registered.

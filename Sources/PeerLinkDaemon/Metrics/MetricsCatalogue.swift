@@ -32,6 +32,9 @@ public enum MetricsCatalogue {
                                       help: "Links up now, per medium.")
     public static let linkChanges = Entry(name: "peerlink_link_changes_total", kind: .counter, labels: ["medium", "change"],
                                           help: "Links that came up or went down, per medium.")
+    /// Bytes on the wire per direction and medium (`Session.wireBytes()`).
+    public static let wireBytes = Entry(name: "peerlink_wire_bytes_total", kind: .counter, labels: ["direction", "medium"],
+                                        help: "Bytes links moved on the wire (handshake, ciphertext, framing): sent or received, per medium.")
     public static let handovers = Entry(name: "peerlink_handovers_total", kind: .counter, labels: ["role"],
                                         help: "A role's traffic moved to another link (policy choice or fallback).")
     public static let upgrades = Entry(name: "peerlink_link_upgrade_steps_total", kind: .counter, labels: ["medium", "step"],
@@ -61,7 +64,7 @@ public enum MetricsCatalogue {
 
     public static let all: [Entry] = [
         buildInfo, startTime, uptime,
-        peersConnected, peersFound, peersSeen, sessions, linksUp, linkChanges, handovers, upgrades,
+        peersConnected, peersFound, peersSeen, sessions, linksUp, linkChanges, wireBytes, handovers, upgrades,
         itemsPending, itemsQueued, itemsDelivered, itemsExpired, itemsFailed, itemsReceived, filesReceived, itemBytes,
         errors,
     ]
