@@ -79,7 +79,7 @@ build() {
   if (( stale )); then
     echo "== building $(basename "$out")"
     # The linker's "Cannot export local symbol '__asan_…'" warnings are harmless; hide them.
-    if ! "$SWIFTC" "$@" -parse-as-library -O "${WIRE_SOURCES[@]}" ${extra[@]+"${extra[@]}"} "$src" -o "$out" 2> "$LOGS/$(basename "$out").build.log"; then
+    if ! "$SWIFTC" "$@" -package-name peerlink -parse-as-library -O "${WIRE_SOURCES[@]}" ${extra[@]+"${extra[@]}"} "$src" -o "$out" 2> "$LOGS/$(basename "$out").build.log"; then
       grep -v "Cannot export local symbol" "$LOGS/$(basename "$out").build.log" >&2 || true
       echo "fuzz.sh: building $(basename "$out") failed" >&2
       exit 2

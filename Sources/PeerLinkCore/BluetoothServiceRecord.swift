@@ -8,9 +8,9 @@ import PeerLinkWire
 /// - AdditionalProtocolDescriptorLists (0x000D): L2CAP with the node's PSM;
 /// - BrowseGroupList (0x0005): the public browse root, so a plain SDP browse lists it;
 /// - ServiceName (0x0100): "PeerLink <service type>".
-public enum BluetoothServiceRecord {
+package enum BluetoothServiceRecord {
     /// The record's XML. A nil channel or PSM leaves that protocol out; a record needs one.
-    public static func xml(service: ServiceType, rfcommChannel: UInt8?, l2capPSM: UInt16?) -> String? {
+    package static func xml(service: ServiceType, rfcommChannel: UInt8?, l2capPSM: UInt16?) -> String? {
         guard rfcommChannel != nil || l2capPSM != nil else { return nil }
         let uuid = BluetoothServiceUUID.string(for: service)
         var attributes = [

@@ -5,12 +5,12 @@ import PeerLinkWire
 /// SHA-256 over the 16 ASCII bytes `PeerLink-BT-UUID` followed by the UTF-8 of
 /// `peerlink/1/<service type>`, truncated to 16 bytes, with the RFC 9562 version 8 (custom)
 /// and variant `10` bits set. The same service type gives the same UUID on every node.
-public enum BluetoothServiceUUID {
+package enum BluetoothServiceUUID {
     /// The fixed namespace prefixed to the hashed name.
-    public static let namespace: [UInt8] = Array("PeerLink-BT-UUID".utf8)
+    package static let namespace: [UInt8] = Array("PeerLink-BT-UUID".utf8)
 
     /// The UUID's 16 bytes in textual (big-endian) order.
-    public static func bytes(for service: ServiceType) -> [UInt8] {
+    package static func bytes(for service: ServiceType) -> [UInt8] {
         var b = Array(SHA256.hash(data: namespace + Array("peerlink/1/\(service.name)".utf8)).prefix(16))
         b[6] = (b[6] & 0x0f) | 0x80
         b[8] = (b[8] & 0x3f) | 0x80
@@ -18,7 +18,7 @@ public enum BluetoothServiceUUID {
     }
 
     /// The lowercase 8-4-4-4-12 form BlueZ uses on D-Bus.
-    public static func string(for service: ServiceType) -> String {
+    package static func string(for service: ServiceType) -> String {
         let hex = bytes(for: service).map { b in String(b >> 4, radix: 16) + String(b & 0xf, radix: 16) }.joined()
         var s = "", i = hex.startIndex
         for n in [8, 4, 4, 4, 12] {

@@ -7,7 +7,7 @@ import PeerLinkWire
 /// owner, or a soft-AP where the radio lacks P2P) through the system's wpa_supplicant when the
 /// session asks it to host, joins the peer's group when it asks it to join, and leaves the
 /// group when the negotiation ends. Register it with `Node(upgraders:)`.
-public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
+public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
     public let medium = Medium.wifiDirect
     public let transport: Transport = WiFiDirectTransport()
     /// The wpa_supplicant client that forms, joins and leaves the groups.
@@ -53,14 +53,14 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
         return .failure(WiFiDirectUnavailable(reasons.joined(separator: "; ")))
     }
 
-    public func availability() async -> LinkUpgrade.Availability {
+    package func availability() async -> LinkUpgrade.Availability {
         switch await radio() {
         case .success: return LinkUpgrade.Availability(roles: [.host, .join])
         case let .failure(why): return LinkUpgrade.Availability(roles: [], reason: why.description)
         }
     }
 
-    public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
+    package func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
         await radioStandingBy()
         let (interface, report) = try await radio().get()
         let group = report.p2p.available
@@ -112,7 +112,7 @@ public final class WiFiDirectUpgrader: LinkUpgrader, @unchecked Sendable {
         lock.withLock { preparing[id] = task }
     }
 
-    public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
+    package func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
         await radioStandingBy()
         let ahead = await lock.withLock({ preparing[id] })?.value ?? nil
         let p = try WiFiDirectParameters(parameters)

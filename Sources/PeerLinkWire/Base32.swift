@@ -1,8 +1,8 @@
 /// RFC 4648 base32, lowercase, without padding: the alphabet of peer IDs.
-public enum Base32 {
+package enum Base32 {
     static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
 
-    public static func encode(_ data: [UInt8]) -> String {
+    package static func encode(_ data: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((data.count * 8 + 4) / 5)
         var buffer: UInt32 = 0
@@ -21,7 +21,7 @@ public enum Base32 {
 
     /// Decodes lowercase or uppercase unpadded base32; nil on any other character or
     /// non-zero trailing bits.
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         var out: [UInt8] = []
         var buffer: UInt32 = 0
         var bits = 0

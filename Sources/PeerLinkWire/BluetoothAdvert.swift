@@ -5,29 +5,29 @@
 /// It carries the protocol major version, the first 6 bytes of the peer ID (enough to match a
 /// device to its mDNS record; the full ID is proved by the handshake) and where the node
 /// listens: RFCOMM channel and L2CAP PSM, each 0 when absent.
-public struct BluetoothAdvert: Equatable, Sendable {
+package struct BluetoothAdvert: Equatable, Sendable {
     /// Encoded length in bytes.
-    public static let byteCount = 10
+    package static let byteCount = 10
     /// How many leading bytes of the peer ID the advert carries.
-    public static let peerIDPrefixCount = 6
+    package static let peerIDPrefixCount = 6
 
     /// The protocol major version (`1`).
-    public let version: UInt8
+    package let version: UInt8
     /// The first `peerIDPrefixCount` bytes of the advertising node's peer ID.
-    public let peerIDPrefix: [UInt8]
+    package let peerIDPrefix: [UInt8]
     /// The RFCOMM channel (1–30) the node listens on, or nil.
-    public let rfcommChannel: UInt8?
+    package let rfcommChannel: UInt8?
     /// The L2CAP PSM the node listens on, or nil.
-    public let l2capPSM: UInt16?
+    package let l2capPSM: UInt16?
 
     /// Builds an advert for `peerID`; throws if the channel or PSM is out of range.
-    public init(version: UInt8 = 1, peerID: PeerID, rfcommChannel: UInt8?, l2capPSM: UInt16?) throws {
+    package init(version: UInt8 = 1, peerID: PeerID, rfcommChannel: UInt8?, l2capPSM: UInt16?) throws {
         try self.init(version: version, peerIDPrefix: Array(peerID.bytes.prefix(Self.peerIDPrefixCount)),
                       rfcommChannel: rfcommChannel, l2capPSM: l2capPSM)
     }
 
     /// Builds an advert from its fields, validated as `decode` validates them.
-    public init(version: UInt8, peerIDPrefix: [UInt8], rfcommChannel: UInt8?, l2capPSM: UInt16?) throws {
+    package init(version: UInt8, peerIDPrefix: [UInt8], rfcommChannel: UInt8?, l2capPSM: UInt16?) throws {
         guard version != 0 else { throw WireError.invalid(field: "Bluetooth advert version", reason: "0 is not a protocol version") }
         guard peerIDPrefix.count == Self.peerIDPrefixCount else {
             throw WireError.invalid(field: "Bluetooth advert peer ID prefix", reason: "expected \(Self.peerIDPrefixCount) bytes, got \(peerIDPrefix.count)")
@@ -49,7 +49,7 @@ public struct BluetoothAdvert: Equatable, Sendable {
 
     /// The 10 service-data bytes: version, peer ID prefix, channel, PSM (little-endian, as
     /// Bluetooth writes PSMs).
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         let psm = l2capPSM ?? 0
         return [version] + peerIDPrefix + [rfcommChannel ?? 0, UInt8(psm & 0xff), UInt8(psm >> 8)]
     }
@@ -57,7 +57,7 @@ public struct BluetoothAdvert: Equatable, Sendable {
     /// Reads service data received over the air; anything but exactly the documented 10 bytes
     /// with valid fields is rejected with a `WireError`. A version other than 1 is accepted
     /// here (the caller decides whether it can talk to it).
-    public static func decode(_ bytes: [UInt8]) throws -> BluetoothAdvert {
+    package static func decode(_ bytes: [UInt8]) throws -> BluetoothAdvert {
         guard bytes.count >= byteCount else {
             throw WireError.truncated(field: "Bluetooth advert", needed: byteCount, available: bytes.count)
         }
@@ -69,5 +69,5 @@ public struct BluetoothAdvert: Equatable, Sendable {
     }
 
     /// Whether `peerID` starts with this advert's prefix.
-    public func matches(_ peerID: PeerID) -> Bool { peerID.bytes.starts(with: peerIDPrefix) }
+    package func matches(_ peerID: PeerID) -> Bool { peerID.bytes.starts(with: peerIDPrefix) }
 }

@@ -2,27 +2,27 @@
 /// `magic u8 (0xD1) | path token (8 bytes) | nonce u64 | ciphertext (frame + 16-byte tag)`.
 /// The token names the link the datagram belongs to; the nonce is the explicit ChaCha20-Poly1305
 /// counter, checked against a replay window after authentication.
-public struct DatagramEnvelope: Equatable, Sendable {
-    public static let magic: UInt8 = 0xD1
-    public static let headerLength = 17
+package struct DatagramEnvelope: Equatable, Sendable {
+    package static let magic: UInt8 = 0xD1
+    package static let headerLength = 17
     /// Largest datagram PeerLink sends (fits the IPv6 minimum MTU with headers to spare).
-    public static let maxLength = 1200
+    package static let maxLength = 1200
 
-    public var token: [UInt8]
-    public var nonce: UInt64
-    public var ciphertext: [UInt8]
+    package var token: [UInt8]
+    package var nonce: UInt64
+    package var ciphertext: [UInt8]
 
-    public init(token: [UInt8], nonce: UInt64, ciphertext: [UInt8]) {
+    package init(token: [UInt8], nonce: UInt64, ciphertext: [UInt8]) {
         self.token = token; self.nonce = nonce; self.ciphertext = ciphertext
     }
 
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var w = WireWriter(capacity: DatagramEnvelope.headerLength + ciphertext.count)
         w.u8(DatagramEnvelope.magic); w.append(token); w.u64(nonce); w.append(ciphertext)
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> DatagramEnvelope {
+    package static func decode(_ bytes: [UInt8]) throws -> DatagramEnvelope {
         guard bytes.count <= 65507 else { throw WireError.limitExceeded(field: "datagram size", value: bytes.count, limit: 65507) }
         var r = WireReader(bytes)
         let m = try r.u8("datagram magic")

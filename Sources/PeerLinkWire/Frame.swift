@@ -1,5 +1,5 @@
 /// A session frame: the plaintext of one Noise transport message. See docs/PROTOCOL.md.
-public enum Frame: Equatable, Sendable {
+package enum Frame: Equatable, Sendable {
     /// Ask the remote node to join a session; `context` is opaque application data.
     case invite(id: UInt32, timeoutMillis: UInt32, context: [UInt8])
     /// Answer to `invite`.
@@ -21,13 +21,13 @@ public enum Frame: Equatable, Sendable {
     /// Cumulative acknowledgement of the bulk lane.
     case bulkAck(upTo: UInt64)
 
-    public enum Kind: UInt8, Sendable {
+    package enum Kind: UInt8, Sendable {
         case invite = 0x01, inviteReply = 0x02, reliable = 0x03, ack = 0x04
         case unreliable = 0x05, ping = 0x06, pong = 0x07, close = 0x08
         case bulk = 0x09, bulkAck = 0x0A
     }
 
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         // Header and payload go into one buffer of the right size: the payload is copied once.
         var w = WireWriter(capacity: 32 + payloadCount)
         switch self {
@@ -62,7 +62,7 @@ public enum Frame: Equatable, Sendable {
     /// encode()`), for frames that end with an application payload (unreliable messages,
     /// message parts, stream data); nil for the others. An encrypting link reads the payload
     /// where it is instead of copying it into an encoded frame first.
-    public func encodedParts() -> (head: [UInt8], payload: ArraySlice<UInt8>)? {
+    package func encodedParts() -> (head: [UInt8], payload: ArraySlice<UInt8>)? {
         var w = WireWriter(capacity: 16)
         let payload: ArraySlice<UInt8>
         switch self {
@@ -89,14 +89,14 @@ public enum Frame: Equatable, Sendable {
 
     /// Plaintext bytes `payloadLayout` needs to see: more than the longest head
     /// `encodedParts` writes.
-    public static let payloadPeek = 16
+    package static let payloadPeek = 16
 
     /// Where the application payload starts in a frame whose encoding begins with `prefix`,
     /// for the frames `encodedParts` splits (unreliable messages, message parts, stream data),
     /// and whether it is a message part that more parts will follow; nil for other frames and
     /// when `prefix` is too short to tell. Checks only what it reads: `decode(head:payload:)`
     /// checks the rest.
-    public static func payloadLayout(_ prefix: [UInt8]) -> (offset: Int, unfinishedPart: Bool)? {
+    package static func payloadLayout(_ prefix: [UInt8]) -> (offset: Int, unfinishedPart: Bool)? {
         guard let t = prefix.first, let kind = Kind(rawValue: t) else { return nil }
         switch kind {
         case .unreliable:
@@ -117,7 +117,7 @@ public enum Frame: Equatable, Sendable {
     /// The frame encoded as `head` followed by `payload`, split where `payloadLayout` said: the
     /// frame carries `payload` itself (no copy). Throws as `decode(_:)` does for the joined
     /// bytes, and when `head` is not exactly a frame's head up to its payload.
-    public static func decode(head: [UInt8], payload: [UInt8]) throws -> Frame {
+    package static func decode(head: [UInt8], payload: [UInt8]) throws -> Frame {
         guard head.count + payload.count <= WireLimits.frame else {
             throw WireError.limitExceeded(field: "frame size", value: head.count + payload.count, limit: WireLimits.frame)
         }
@@ -148,7 +148,7 @@ public enum Frame: Equatable, Sendable {
         }
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> Frame {
+    package static func decode(_ bytes: [UInt8]) throws -> Frame {
         guard bytes.count <= WireLimits.frame else {
             throw WireError.limitExceeded(field: "frame size", value: bytes.count, limit: WireLimits.frame)
         }
@@ -205,7 +205,7 @@ public enum Frame: Equatable, Sendable {
 }
 
 /// The listener's answer to an invitation.
-public enum InviteAnswer: UInt8, Sendable {
+package enum InviteAnswer: UInt8, Sendable {
     case declined = 0, accepted = 1
     /// Both nodes invited each other at once and this listener's own invitation wins the
     /// tie-break (docs/PROTOCOL.md §10.1): the dialler will be invited instead.
@@ -213,12 +213,12 @@ public enum InviteAnswer: UInt8, Sendable {
 }
 
 /// Why a link or session was closed.
-public enum CloseReason: UInt8, Sendable {
+package enum CloseReason: UInt8, Sendable {
     case unspecified = 0, leaving = 1, protocolError = 2, tooLarge = 3, declined = 4, duplicateLink = 5, timeout = 6
 }
 
 /// The content of a reliable frame.
-public enum Record: Equatable, Sendable {
+package enum Record: Equatable, Sendable {
     /// A piece of an application message; `final` marks its last piece.
     case messagePart(final: Bool, bytes: ArraySlice<UInt8>)
     /// Opens a byte stream with an application-chosen name.
@@ -249,7 +249,7 @@ public enum Record: Equatable, Sendable {
     /// its STREAM_CLOSE, on the same lane. Protocol minor 4 and later.
     case resourceDigest(stream: UInt32, sha256: [UInt8])
 
-    public enum Kind: UInt8, Sendable {
+    package enum Kind: UInt8, Sendable {
         case messagePart = 0x01, streamOpen = 0x02, streamData = 0x03, streamCredit = 0x04
         case streamClose = 0x05, resourceOffer = 0x06, resourceAccept = 0x07, resourceResult = 0x08
         case resourceError = 0x09, linkSetup = 0x0a, resourceOfferKeyed = 0x0b, resourceDigest = 0x0c
@@ -351,6 +351,6 @@ public enum Record: Equatable, Sendable {
 }
 
 /// How a stream ended.
-public enum StreamCloseStatus: UInt8, Sendable {
+package enum StreamCloseStatus: UInt8, Sendable {
     case finished = 0, cancelledBySender = 1, cancelledByReceiver = 2
 }

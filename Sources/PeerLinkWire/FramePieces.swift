@@ -3,18 +3,18 @@
 /// encrypted on its own, and the receiving link joins them before decoding. The session cuts
 /// its fragments for the largest frame any link takes; each link sizes what it sends for
 /// itself, so a small-MTU link joining does not shrink the frames of a fast one.
-public enum FramePieces {
+package enum FramePieces {
     /// The PIECE frame type, beside `Frame.Kind`'s (it never reaches the session).
-    public static let kind: UInt8 = 0x0B
+    package static let kind: UInt8 = 0x0B
     /// Bytes of a piece besides the frame's own: the type and the `last` flag.
-    public static let overhead = 2
+    package static let overhead = 2
     /// The smallest piece payload a link uses, whatever its peer announced (hellos announce at
     /// least 1024, so this only guards against nonsense).
-    public static let minimumPayload = 64
+    package static let minimumPayload = 64
 
     /// `frame` as the plaintexts to send on a link whose messages carry at most `maxFrame`
     /// plaintext bytes: the frame itself when it fits, else pieces in order.
-    public static func split(_ frame: [UInt8], maxFrame: Int) -> [[UInt8]] {
+    package static func split(_ frame: [UInt8], maxFrame: Int) -> [[UInt8]] {
         guard frame.count > maxFrame else { return [frame] }
         let payload = max(1, maxFrame - overhead)
         var pieces: [[UInt8]] = []
@@ -38,16 +38,16 @@ public enum FramePieces {
 /// order: it returns a whole frame's bytes when one is complete, nil while a frame is still
 /// being joined. Pieces must be consecutive: another frame in the middle, an empty piece, or a
 /// frame growing past `WireLimits.frame` is a protocol error.
-public struct PieceJoiner: Sendable {
+package struct PieceJoiner: Sendable {
     private var buffer: [UInt8] = []
     private var joining = false
 
-    public init() {}
+    package init() {}
 
     /// True while the first pieces of a frame have arrived and its last has not.
-    public var isJoining: Bool { joining }
+    package var isJoining: Bool { joining }
 
-    public mutating func accept(_ plaintext: [UInt8]) throws -> [UInt8]? {
+    package mutating func accept(_ plaintext: [UInt8]) throws -> [UInt8]? {
         guard plaintext.first == FramePieces.kind else {
             guard !joining else {
                 throw WireError.invalid(field: "piece", reason: "a frame arrived while pieces of another were being joined")

@@ -2,24 +2,24 @@
 ///
 /// Layout: `major u8 | minor u8 | TLV*` where each TLV is `type u8 | length u16 | value`.
 /// Unknown TLV types are skipped (so later minors can add fields); a repeated type is an error.
-public struct Hello: Equatable, Sendable {
-    public var major: UInt8
-    public var minor: UInt8
+package struct Hello: Equatable, Sendable {
+    package var major: UInt8
+    package var minor: UInt8
     /// Display name (metadata only), UTF-8, at most 63 bytes.
-    public var displayName: String
+    package var displayName: String
     /// The largest frame this node accepts.
-    public var maxFrame: UInt32
+    package var maxFrame: UInt32
     /// 16 random bytes naming the session this link belongs to (several links, one session).
-    public var sessionToken: [UInt8]
+    package var sessionToken: [UInt8]
     /// The UDP port this node receives unreliable datagrams on, if it offers UDP.
-    public var datagramPort: UInt16?
+    package var datagramPort: UInt16?
     /// What the node publishes as discovery info while it advertises, so a browser that found
     /// it without DNS-SD (over Bluetooth) learns it from the handshake (PROTOCOL §6, §14.3).
-    public var discoveryInfo: DiscoveryInfo?
+    package var discoveryInfo: DiscoveryInfo?
 
     enum Field: UInt8 { case displayName = 1, maxFrame = 2, sessionToken = 3, datagramPort = 4, discoveryInfo = 5 }
 
-    public init(displayName: String, maxFrame: UInt32 = UInt32(WireLimits.frame), sessionToken: [UInt8],
+    package init(displayName: String, maxFrame: UInt32 = UInt32(WireLimits.frame), sessionToken: [UInt8],
                 datagramPort: UInt16? = nil, discoveryInfo: DiscoveryInfo? = nil,
                 major: UInt8 = UInt8(PeerLinkProtocol.major), minor: UInt8 = UInt8(PeerLinkProtocol.minor)) {
         self.major = major; self.minor = minor; self.displayName = displayName
@@ -27,7 +27,7 @@ public struct Hello: Equatable, Sendable {
         self.discoveryInfo = discoveryInfo
     }
 
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var w = WireWriter()
         w.u8(major); w.u8(minor)
         let name = Array(displayName.utf8Prefix(Advertisement.maxDisplayNameBytes).utf8)
@@ -42,7 +42,7 @@ public struct Hello: Equatable, Sendable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> Hello {
+    package static func decode(_ bytes: [UInt8]) throws -> Hello {
         var r = WireReader(bytes)
         let major = try r.u8("hello major version"), minor = try r.u8("hello minor version")
         guard Int(major) == PeerLinkProtocol.major else {

@@ -5,9 +5,9 @@
 ///
 /// The medium's own fields travel as named parameters that only that medium's plug-in reads;
 /// this codec checks their bounds, not their meaning.
-public struct LinkSetup: Equatable, Sendable {
+package struct LinkSetup: Equatable, Sendable {
     /// The steps of a negotiation, in the order they usually come.
-    public enum Step: UInt8, Sendable, CaseIterable {
+    package enum Step: UInt8, Sendable, CaseIterable {
         /// "Shall we add a link of `medium`?" Parameters: `roles` (one byte, `Roles`).
         case propose = 1
         /// The proposal is accepted; parameter `role`: the proposer's role (1 host, 2 join).
@@ -23,48 +23,48 @@ public struct LinkSetup: Equatable, Sendable {
     }
 
     /// Which ends of a set-up a peer can take.
-    public struct Roles: OptionSet, Sendable, Hashable {
-        public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
+    package struct Roles: OptionSet, Sendable, Hashable {
+        package let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
         /// Can create the group (Wi-Fi Direct group owner, soft-AP) and listen on it.
-        public static let host = Roles(rawValue: 1)
+        package static let host = Roles(rawValue: 1)
         /// Can join a group the peer created and dial it.
-        public static let join = Roles(rawValue: 2)
+        package static let join = Roles(rawValue: 2)
     }
 
     /// Chosen by the proposer, unique among its negotiations with this peer.
-    public var id: UInt32
-    public var step: Step
+    package var id: UInt32
+    package var step: Step
     /// The medium's registered name, e.g. "wifi-direct".
-    public var medium: String
+    package var medium: String
     /// Named parameters, in order; names are unique.
-    public var parameters: [Parameter]
+    package var parameters: [Parameter]
     /// A reason for people (reject, failed, teardown; the proposer's motive for propose).
-    public var text: String
+    package var text: String
 
-    public struct Parameter: Equatable, Sendable {
-        public var name: String
-        public var value: [UInt8]
-        public init(_ name: String, _ value: [UInt8]) { self.name = name; self.value = value }
-        public init(_ name: String, string: String) { self.init(name, Array(string.utf8)) }
+    package struct Parameter: Equatable, Sendable {
+        package var name: String
+        package var value: [UInt8]
+        package init(_ name: String, _ value: [UInt8]) { self.name = name; self.value = value }
+        package init(_ name: String, string: String) { self.init(name, Array(string.utf8)) }
     }
 
-    public init(id: UInt32, step: Step, medium: String, parameters: [Parameter] = [], text: String = "") {
+    package init(id: UInt32, step: Step, medium: String, parameters: [Parameter] = [], text: String = "") {
         self.id = id; self.step = step; self.medium = medium; self.parameters = parameters; self.text = text
     }
 
     /// Bounds: a hostile peer cannot make a node hold more than a few KiB per message.
-    public enum Limits {
-        public static let medium = 32
-        public static let parameters = 16
-        public static let parameterName = 32
-        public static let parameterValue = 512
+    package enum Limits {
+        package static let medium = 32
+        package static let parameters = 16
+        package static let parameterName = 32
+        package static let parameterValue = 512
     }
 
     /// The value of parameter `name`, if present.
-    public func value(_ name: String) -> [UInt8]? { parameters.first { $0.name == name }?.value }
+    package func value(_ name: String) -> [UInt8]? { parameters.first { $0.name == name }?.value }
     /// Parameter `name` as UTF-8 text, if present and valid.
-    public func string(_ name: String) -> String? { value(name).flatMap { String(validating: $0, as: UTF8.self) } }
+    package func string(_ name: String) -> String? { value(name).flatMap { String(validating: $0, as: UTF8.self) } }
 
     func encode(into w: inout WireWriter) {
         w.u32(id)

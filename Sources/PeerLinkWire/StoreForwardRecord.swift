@@ -4,15 +4,15 @@
 /// ITEM, of a message item MESSAGE (with the message's bytes); the recipient answers HAVE
 /// (recorded: the holder may let it go), WANT (send the file as a resource named by the item's
 /// ID) or REFUSE (with why).
-public enum StoreForwardRecord: Equatable, Sendable {
+package enum StoreForwardRecord: Equatable, Sendable {
     /// Item ids are 16 bytes, digests SHA-256.
-    public static let idSize = 16, digestSize = 32
+    package static let idSize = 16, digestSize = 32
     /// Most bytes a record other than MESSAGE may hold (after its length).
-    public static let maxLength = 1024
+    package static let maxLength = 1024
     /// Most bytes of a message item.
-    public static let maxMessage = 65_536
+    package static let maxMessage = 65_536
     /// Most bytes any record may hold (a MESSAGE with the largest message).
-    public static let maxFramedLength = 1 + idSize + 8 + maxMessage
+    package static let maxFramedLength = 1 + idSize + 8 + maxMessage
 
     /// The holder has item `id` for the recipient: `size` bytes with SHA-256 `digest`, to be
     /// delivered before `expiresAt` (ms since 1970), named `name`.
@@ -28,7 +28,7 @@ public enum StoreForwardRecord: Equatable, Sendable {
     case message(id: [UInt8], expiresAt: UInt64, bytes: [UInt8])
 
     /// Why a recipient refuses an item.
-    public enum RefuseReason: UInt8, Sendable, CaseIterable {
+    package enum RefuseReason: UInt8, Sendable, CaseIterable {
         /// Its quota for the holder is used up; the holder tries again later.
         case quota = 1
         /// The item's time to live has passed; the holder gives it up.
@@ -42,7 +42,7 @@ public enum StoreForwardRecord: Equatable, Sendable {
     enum Kind: UInt8 { case item = 1, have = 2, want = 3, refuse = 4, message = 5 }
 
     /// The record's bytes without its length prefix.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var w = WireWriter()
         switch self {
         case let .item(id, size, digest, expiresAt, name):
@@ -61,7 +61,7 @@ public enum StoreForwardRecord: Equatable, Sendable {
     }
 
     /// The record with its `u32` length prefix, as the stream carries it.
-    public func framed() -> [UInt8] {
+    package func framed() -> [UInt8] {
         let body = encoded()
         var w = WireWriter(capacity: body.count + 4)
         w.u32(UInt32(body.count)); w.append(body)
@@ -69,7 +69,7 @@ public enum StoreForwardRecord: Equatable, Sendable {
     }
 
     /// Decodes one record's bytes (without the length prefix); anything malformed throws.
-    public static func decode(_ bytes: [UInt8]) throws -> StoreForwardRecord {
+    package static func decode(_ bytes: [UInt8]) throws -> StoreForwardRecord {
         guard bytes.count <= maxFramedLength else {
             throw WireError.limitExceeded(field: "store-and-forward record", value: bytes.count, limit: maxFramedLength)
         }
@@ -109,20 +109,20 @@ public enum StoreForwardRecord: Equatable, Sendable {
 
 /// Cuts a byte stream into store-and-forward records (their `u32` length prefixes), however
 /// the bytes were split in transit: `append` what arrives, then take records with `next()`.
-public struct StoreForwardDeframer: Sendable {
+package struct StoreForwardDeframer: Sendable {
     private var buffer: [UInt8] = []
     private var start = 0
 
-    public init() {}
+    package init() {}
 
-    public mutating func append(_ bytes: [UInt8]) {
+    package mutating func append(_ bytes: [UInt8]) {
         if start > 0, start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
         buffer.append(contentsOf: bytes)
     }
 
     /// The next complete record, nil when more bytes are needed. A length over the limit or a
     /// malformed record throws; the stream is then unusable.
-    public mutating func next() throws -> StoreForwardRecord? {
+    package mutating func next() throws -> StoreForwardRecord? {
         guard buffer.count - start >= 4 else { return nil }
         let n = buffer[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
         guard n <= StoreForwardRecord.maxFramedLength else {

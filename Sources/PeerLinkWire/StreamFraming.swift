@@ -1,6 +1,6 @@
 /// Splits a byte stream into 2-byte big-endian length-prefixed messages (Noise on TCP and
 /// RFCOMM). Feed it whatever `read()` returned; it yields whole messages and keeps the rest.
-public struct LengthPrefixedDeframer: Sendable {
+package struct LengthPrefixedDeframer: Sendable {
     /// The first byte of a length prefix cut by a read's end.
     private var header: UInt8?
     /// The length of the message being built in `partial`, while one is.
@@ -12,9 +12,9 @@ public struct LengthPrefixedDeframer: Sendable {
     /// The zero length prefix met, once met.
     private var failure: WireError?
 
-    public init() {}
+    package init() {}
 
-    public static func frame(_ message: [UInt8]) throws -> [UInt8] {
+    package static func frame(_ message: [UInt8]) throws -> [UInt8] {
         guard message.count <= WireLimits.noiseMessage else {
             throw WireError.limitExceeded(field: "Noise message size", value: message.count, limit: WireLimits.noiseMessage)
         }
@@ -30,12 +30,12 @@ public struct LengthPrefixedDeframer: Sendable {
     }
 
     /// Feeds bytes and keeps the messages they complete for `next()` (tests, fuzzing).
-    public mutating func append(_ bytes: [UInt8]) {
+    package mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
 
     /// Feeds bytes straight from a read buffer and keeps the messages they complete for `next()`.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         var done: [[UInt8]] = []
         try? take(bytes) { done.append($0) }  // a failure is kept for `next()`
         ready += done
@@ -44,7 +44,7 @@ public struct LengthPrefixedDeframer: Sendable {
     /// The next complete message, or nil if more bytes are needed. A zero length is an error
     /// (no valid Noise message is empty on a PeerLink link), thrown once the messages before
     /// it were returned, and again on every later call.
-    public mutating func next() throws -> [UInt8]? {
+    package mutating func next() throws -> [UInt8]? {
         if readyHead < ready.count {
             let m = ready[readyHead]
             readyHead += 1
@@ -60,7 +60,7 @@ public struct LengthPrefixedDeframer: Sendable {
     /// this read is copied out directly, and one cut by the read's end is built in place
     /// until a later read completes it. Throws at a zero length prefix, after emitting the
     /// messages before it; the deframer then stays failed.
-    public mutating func take(_ bytes: UnsafeRawBufferPointer, _ emit: ([UInt8]) -> Void) throws {
+    package mutating func take(_ bytes: UnsafeRawBufferPointer, _ emit: ([UInt8]) -> Void) throws {
         if let failure { throw failure }
         guard let base = bytes.baseAddress else { return }
         var at = 0
@@ -106,5 +106,5 @@ public struct LengthPrefixedDeframer: Sendable {
     }
 
     /// Bytes received but not yet part of a complete message (nor waiting in `next()`).
-    public var pendingBytes: Int { (header == nil ? 0 : 1) + (expected == nil ? 0 : 2 + partial.count) }
+    package var pendingBytes: Int { (header == nil ? 0 : 1) + (expected == nil ? 0 : 2 + partial.count) }
 }

@@ -1,7 +1,7 @@
 /// DNS TXT RDATA (RFC 6763 §6): a sequence of length-prefixed strings, read as a dictionary.
-public enum TXTRecord {
+package enum TXTRecord {
     /// Encodes `key=value` entries; throws if one is longer than 255 bytes.
-    public static func encode(_ dict: [String: String]) throws -> [UInt8] {
+    package static func encode(_ dict: [String: String]) throws -> [UInt8] {
         var out: [UInt8] = []
         for k in dict.keys.sorted() {
             let entry = Array("\(k)=\(dict[k] ?? "")".utf8)
@@ -17,7 +17,7 @@ public enum TXTRecord {
     /// Decodes RDATA. Per RFC 6763: empty strings are skipped, an entry without `=` is a
     /// key with an empty value, only the first occurrence of a key counts, keys are
     /// compared case-insensitively. Entries that are not UTF-8 are rejected.
-    public static func decode(_ rdata: [UInt8]) throws -> [String: String] {
+    package static func decode(_ rdata: [UInt8]) throws -> [String: String] {
         var r = WireReader(rdata)
         var entries: [[UInt8]] = []
         while !r.isAtEnd {
@@ -28,7 +28,7 @@ public enum TXTRecord {
     }
 
     /// Decodes entries as handed over by a resolver (one byte string per entry).
-    public static func decode(entries: [[UInt8]]) throws -> [String: String] {
+    package static func decode(entries: [[UInt8]]) throws -> [String: String] {
         var out: [String: String] = [:]
         var seen: Set<String> = []
         for e in entries where !e.isEmpty {

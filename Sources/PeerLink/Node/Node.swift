@@ -18,6 +18,8 @@ public actor Node {
     public nonisolated let transports: [Transport]
     /// Media set up on demand inside a session (Wi-Fi Direct): see `LinkUpgrader`.
     public nonisolated let upgraders: [LinkUpgrader]
+    /// The upgraders' plug-ins (all of PeerLink's upgraders are).
+    package nonisolated let plugins: [any LinkUpgrading]
     /// Set-ups being taken down (`LinkUpgrader.leave`), waited for by `Session.disconnect()`.
     nonisolated let pendingTeardowns = PendingWork()
     /// Most invitations awaiting an answer at once; more are declined.
@@ -67,6 +69,7 @@ public actor Node {
         self.displayName = displayName
         self.transports = transports
         self.upgraders = upgraders
+        self.plugins = upgraders.compactMap { $0 as? any LinkUpgrading }
         self.maxPendingInvitations = maxPendingInvitations
         self.desk = InvitationDesk(maxPending: maxPendingInvitations)
         self.handshakeTimeout = handshakeTimeout

@@ -8,7 +8,7 @@ import PeerLinkWire
 extension PeerChannel {
     /// Learns what each registered upgrader can do here (once per channel, off this actor).
     func learnUpgradeAvailability() {
-        let upgraders = session.node.upgraders
+        let upgraders = session.node.plugins
         guard !upgraders.isEmpty else { return }
         Task { [weak self] in
             for u in upgraders {
@@ -30,11 +30,11 @@ extension PeerChannel {
         upgrade.bulkActivity(now: now)
         guard !ended, upgrade.phase == .idle, linkSet.bulkWantsFasterLink(sharedMinor: core.sharedMinor) else { return }
         var known = false
-        for u in session.node.upgraders {
+        for u in session.node.plugins {
             known = known || upgrade.knows(u.medium.rawValue)
             if upgrade.propose(u.medium.rawValue, reason: what, now: now) { break }
         }
-        if !known, !session.node.upgraders.isEmpty { pendingBulkReason = what }
+        if !known, !session.node.plugins.isEmpty { pendingBulkReason = what }
         runUpgradeActions()
     }
 
@@ -161,7 +161,7 @@ extension PeerChannel {
         runUpgradeActions()
     }
 
-    private func upgrader(_ medium: String) -> LinkUpgrader? {
-        session.node.upgraders.first { $0.medium.rawValue == medium }
+    private func upgrader(_ medium: String) -> (any LinkUpgrading)? {
+        session.node.plugins.first { $0.medium.rawValue == medium }
     }
 }

@@ -75,7 +75,7 @@ public final class Session: Sendable {
     deinit {
         // Dropped without `disconnect()`: what standing by set up is still undone.
         guard standing.end() else { return }
-        let upgraders = node.upgraders
+        let upgraders = node.plugins
         Task { for u in upgraders { await u.standDown() } }
     }
 
@@ -83,7 +83,7 @@ public final class Session: Sendable {
     /// that a negotiation started later does not wait for it; once until `disconnect()`.
     private func standBy() {
         guard standing.begin() else { return }
-        for u in node.upgraders { u.standBy() }
+        for u in node.plugins { u.standBy() }
     }
 
     /// The session's events; reading one lets the session acknowledge more data.
@@ -223,7 +223,7 @@ public final class Session: Sendable {
         await joining.wait()
         for c in registry.all() { await c.leave() }
         if standing.end() {
-            for u in node.upgraders { node.pendingTeardowns.start { await u.standDown() } }
+            for u in node.plugins { node.pendingTeardowns.start { await u.standDown() } }
         }
         // Groups set up for this node's sessions are taken down before this returns: a
         // process that exits next must not leave one up on the radio.

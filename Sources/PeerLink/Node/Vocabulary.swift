@@ -50,3 +50,14 @@ public typealias QRCode = PeerLinkCore.QRCode
 
 /// Sizes as PeerLink's messages write them ("1.5 MiB").
 public typealias ByteCount = PeerLinkWire.ByteCount
+
+/// What kind of traffic a link carries for a peer (control, reliable messages, bulk,
+/// unreliable messages), as reported when the carrier changes.
+public typealias LinkRole = PeerLinkCore.LinkRole
+
+/// Why the receiver refused or stopped a file (no space, disk full, write failed), with the
+/// numbers it gave.
+public typealias ResourceError = PeerLinkWire.ResourceError
+
+/// The wire protocol's version numbers.
+public typealias PeerLinkProtocol = PeerLinkWire.PeerLinkProtocol

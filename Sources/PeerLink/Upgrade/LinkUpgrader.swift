@@ -6,9 +6,15 @@ import PeerLinkWire
 /// (LINK_SETUP, docs/PROTOCOL.md §9.10) and undoes it afterwards. Register upgraders with
 /// the node (`Node(upgraders:)`); sessions then propose them when bulk traffic starts on slow
 /// links only. The credentials it hands over travel inside the Noise-secured session.
+/// PeerLink's media provide them (`WiFiDirectUpgrader`, `MemoryUpgrader`); what a plug-in
+/// does is PeerLink's own interface (`LinkUpgrading`), not part of the public API.
 public protocol LinkUpgrader: Sendable {
     /// The medium its links are reported as (registered with `Medium.register`).
     var medium: Medium { get }
+}
+
+/// What a `LinkUpgrader` plug-in does when a session negotiates its medium.
+package protocol LinkUpgrading: LinkUpgrader {
     /// Dials the endpoints `join` returns.
     var transport: Transport { get }
     /// What this machine can do now: host, join, or neither and why (shown to the peer and in
@@ -47,13 +53,13 @@ public struct UpgradeID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(peer.short)#\(id)" }
 }
 
-extension LinkUpgrader {
+extension LinkUpgrading {
     /// Nothing to prepare.
-    public func prepare(_ id: UpgradeID) {}
+    package func prepare(_ id: UpgradeID) {}
     /// Nothing to say.
-    public func setUpSummary(_ id: UpgradeID) -> String { "" }
+    package func setUpSummary(_ id: UpgradeID) -> String { "" }
     /// Nothing to get ready.
-    public func standBy() {}
+    package func standBy() {}
     /// Nothing to undo.
-    public func standDown() async {}
+    package func standDown() async {}
 }

@@ -13,7 +13,7 @@ extension Medium {
 /// Set-up medium on a `MemoryNetwork`: "forming a group" registers a fresh address that the
 /// node listens on; "joining" returns it to dial. Tests choose what it can do, make a step
 /// fail, and tear a group down as the system would.
-public final class MemoryUpgrader: LinkUpgrader {
+public final class MemoryUpgrader: LinkUpgrading {
     public let medium: Medium
     /// The network its groups get addresses on.
     public let network: MemoryNetwork
@@ -37,7 +37,7 @@ public final class MemoryUpgrader: LinkUpgrader {
     /// Makes an upgrader on `network` that can take `roles` (host, join); with no roles it
     /// reports `unavailable` as the reason. Its groups' addresses start with `name`, and links on
     /// groups it forms get `groupConditions`.
-    public init(network: MemoryNetwork, name: String, roles: LinkSetup.Roles = [.host, .join], unavailable reason: String = "",
+    package init(network: MemoryNetwork, name: String, roles: LinkSetup.Roles = [.host, .join], unavailable reason: String = "",
                 medium: Medium = .memoryGroup, groupConditions: MemoryLinkConditions = MemoryLinkConditions()) {
         self.network = network
         self.groupConditions = groupConditions
@@ -48,14 +48,14 @@ public final class MemoryUpgrader: LinkUpgrader {
 
     public var transport: Transport { MemoryTransport(network: network, address: "\(name)/joiner", emulating: medium) }
 
-    public func availability() async -> LinkUpgrade.Availability {
+    package func availability() async -> LinkUpgrade.Availability {
         state.withLock { LinkUpgrade.Availability(roles: $0.roles, reason: $0.reason) }
     }
 
     /// Makes the next `host` or `join` fail with `why` (nil: succeed).
     public func failNextStep(_ why: String?) { state.withLock { $0.failing = why } }
 
-    public func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
+    package func host(_ id: UpgradeID, listen: @escaping @Sendable (Transport) throws -> TransportListener) async throws -> [LinkSetup.Parameter] {
         if let why = state.withLock({ s -> String? in defer { s.failing = nil }; return s.failing }) { throw TransportError.unsupported(why) }
         let address = "\(name)/group-\(id.peer.short)-\(id.id)"
         network.setConditions(groupConditions, for: address)
@@ -86,7 +86,7 @@ public final class MemoryUpgrader: LinkUpgrader {
     /// `standBy` calls not yet balanced by `standDown`.
     public var sessionsStandingBy: Int { state.withLock { $0.standBys } }
 
-    public func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
+    package func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
         if let why = state.withLock({ s -> String? in defer { s.failing = nil }; return s.failing }) { throw TransportError.unsupported(why) }
         guard let raw = parameters.first(where: { $0.name == "address" })?.value, let address = String(validating: raw, as: UTF8.self),
               !address.isEmpty else {

@@ -27,7 +27,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     /// The service advertised.
     public let service: ServiceType
     /// What the LE advertisement carries: the peer-ID prefix, RFCOMM channel and L2CAP PSM.
-    public let advert: BluetoothAdvert
+    package let advert: BluetoothAdvert
     /// The adapter name (`hci1`), or nil for the first powered one.
     public let adapter: String?
     /// The SDP record's XML, or nil for none.
@@ -75,7 +75,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     ///   - pollInterval: seconds between two looks at bluetoothd and the adapter.
     ///   - notices: gets human-readable changes (bluetoothd restarted, record refused), on the
     ///     advertiser's threads.
-    public init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, serviceRecord: String? = nil,
+    package init(service: ServiceType, advert: BluetoothAdvert, adapter: String? = nil, serviceRecord: String? = nil,
                 busAddress: String? = nil, pollInterval: Double = 0.5, notices: @escaping @Sendable (String) -> Void) {
         self.service = service
         self.pollInterval = pollInterval

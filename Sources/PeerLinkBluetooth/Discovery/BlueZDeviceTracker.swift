@@ -8,7 +8,7 @@ public struct BluetoothSighting: Equatable, Sendable {
     /// The device (controller) address, `AA:BB:CC:DD:EE:FF`.
     public let address: String
     /// What the device advertises: peer-ID prefix, RFCOMM channel, L2CAP PSM.
-    public let advert: BluetoothAdvert
+    package let advert: BluetoothAdvert
     /// Received signal strength in dBm, as bluetoothd last reported it; nil when it has none.
     public let rssi: Int16?
 

@@ -1,19 +1,19 @@
 /// Accepts each counter value at most once, tolerating reordering within a window
 /// (the last `size` values below the highest seen); anything older is refused.
-public struct ReplayWindow: Sendable {
-    public let size: UInt64
+package struct ReplayWindow: Sendable {
+    package let size: UInt64
     private var highest: UInt64 = 0
     private var seenAny = false
     private var bits: [UInt64]
 
-    public init(size: Int = 1024) {
+    package init(size: Int = 1024) {
         let words = max(1, (size + 63) / 64)
         self.size = UInt64(words * 64)
         self.bits = [UInt64](repeating: 0, count: words)
     }
 
     /// Whether `n` would be accepted (not yet seen and not too old).
-    public func allows(_ n: UInt64) -> Bool {
+    package func allows(_ n: UInt64) -> Bool {
         guard seenAny else { return true }
         if n > highest { return true }
         if highest - n >= size { return false }
@@ -21,7 +21,7 @@ public struct ReplayWindow: Sendable {
     }
 
     /// Records `n` as seen; call only after the datagram authenticated.
-    public mutating func record(_ n: UInt64) {
+    package mutating func record(_ n: UInt64) {
         if !seenAny {
             seenAny = true
             highest = n

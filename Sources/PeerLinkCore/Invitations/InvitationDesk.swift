@@ -16,9 +16,9 @@ import PeerLinkWire
 ///   larger answers `crossed` to the other's and accepts it into its own session otherwise;
 /// - no application answering, or too many invitations pending: declined;
 /// - else the application is asked, for at most the inviter's timeout (1…300 s).
-public struct InvitationDesk: Sendable {
+package struct InvitationDesk: Sendable {
     /// What to do with an incoming link.
-    public enum Decision: Equatable, Sendable {
+    package enum Decision: Equatable, Sendable {
         /// Close without a word (a browser's probe).
         case closeQuietly
         /// Close with a protocol error, saying why.
@@ -38,20 +38,20 @@ public struct InvitationDesk: Sendable {
     }
 
     /// What the node knows about the link's peer when the first frame arrives.
-    public struct Context: Sendable {
-        public var localPeer: PeerID
-        public var remotePeer: PeerID
-        public var remoteToken: [UInt8]
+    package struct Context: Sendable {
+        package var localPeer: PeerID
+        package var remotePeer: PeerID
+        package var remoteToken: [UInt8]
         /// The session token of this peer's accepted link still joining, if any.
-        public var joiningToken: [UInt8]?
+        package var joiningToken: [UInt8]?
         /// Whether a session of this node has a live channel to the peer with `remoteToken`.
-        public var inSessionWithSameIncarnation: Bool
+        package var inSessionWithSameIncarnation: Bool
         /// Whether this node is inviting the peer right now.
-        public var inviting: Bool
+        package var inviting: Bool
         /// Whether an application answers invitations (an advertiser runs).
-        public var hasHandler: Bool
+        package var hasHandler: Bool
 
-        public init(localPeer: PeerID, remotePeer: PeerID, remoteToken: [UInt8], joiningToken: [UInt8]? = nil,
+        package init(localPeer: PeerID, remotePeer: PeerID, remoteToken: [UInt8], joiningToken: [UInt8]? = nil,
                     inSessionWithSameIncarnation: Bool = false, inviting: Bool = false, hasHandler: Bool = true) {
             self.localPeer = localPeer; self.remotePeer = remotePeer; self.remoteToken = remoteToken
             self.joiningToken = joiningToken; self.inSessionWithSameIncarnation = inSessionWithSameIncarnation
@@ -60,15 +60,15 @@ public struct InvitationDesk: Sendable {
     }
 
     /// Most invitations awaiting the application's answer at once.
-    public let maxPending: Int
+    package let maxPending: Int
     /// Invitations the application has not answered yet.
-    public private(set) var pending = 0
+    package private(set) var pending = 0
 
-    public init(maxPending: Int) { self.maxPending = maxPending }
+    package init(maxPending: Int) { self.maxPending = maxPending }
 
     /// The decision for a link whose first frame is `first`. An `.ask` counts as pending until
     /// `answered()`.
-    public mutating func decide(first: Frame, _ c: Context) -> Decision {
+    package mutating func decide(first: Frame, _ c: Context) -> Decision {
         switch first {
         case .close: return .closeQuietly
         case let .invite(_, timeoutMillis, _):
@@ -85,8 +85,8 @@ public struct InvitationDesk: Sendable {
     }
 
     /// The application answered (or did not, in time) an invitation this desk asked about.
-    public mutating func answered() { pending = max(0, pending - 1) }
+    package mutating func answered() { pending = max(0, pending - 1) }
 
     /// How long the application may take to answer an invitation that allows `timeoutMillis`.
-    public static func answerSeconds(timeoutMillis: UInt32) -> Double { min(max(Double(timeoutMillis) / 1000, 1), 300) }
+    package static func answerSeconds(timeoutMillis: UInt32) -> Double { min(max(Double(timeoutMillis) / 1000, 1), 300) }
 }

@@ -7,13 +7,13 @@ import Foundation
 /// transmits the nonce and keeps its own replay window. Nonce `2^64 - 1` is reserved by the
 /// spec and is never used. Every message, including its 16-byte tag, is limited to
 /// ``Noise/maxMessageLength`` bytes.
-public struct NoiseCipherState: Sendable {
+package struct NoiseCipherState: Sendable {
     /// The key, or nil before `InitializeKey` (handshake use only; `split()` always sets one).
     /// Built once when the key is set or replaced (`rekey()`), not per message.
     private var key: CipherKey?
 
     /// The nonce the next counter-based `encrypt`/`decrypt` will use.
-    public private(set) var nonce: UInt64
+    package private(set) var nonce: UInt64
 
     /// An empty cipher state (no key): encryption passes plaintext through, as the spec requires
     /// during the first handshake message.
@@ -31,13 +31,13 @@ public struct NoiseCipherState: Sendable {
     }
 
     /// Whether this cipher state holds a key.
-    public var hasKey: Bool { key != nil }
+    package var hasKey: Bool { key != nil }
 
     /// Encrypts `plaintext` with the current nonce, then advances it.
     /// - Returns: ciphertext followed by the 16-byte tag.
     /// - Throws: ``NoiseError/messageTooLong`` if the result would exceed 65535 bytes,
     ///   ``NoiseError/nonceExhausted`` when no nonce is left.
-    public mutating func encrypt(_ plaintext: [UInt8], ad: [UInt8] = []) throws -> [UInt8] {
+    package mutating func encrypt(_ plaintext: [UInt8], ad: [UInt8] = []) throws -> [UInt8] {
         let result = try encrypt(plaintext, nonce: nonce, ad: ad)
         if key != nil { nonce += 1 }  // cannot overflow: nonce < UInt64.max was checked
         return result
@@ -46,13 +46,13 @@ public struct NoiseCipherState: Sendable {
     /// Encrypts as `encrypt(_:)` does, into an array that starts with `headroom` zero bytes
     /// for the connection's own framing (a stream's length prefix), so that the message is
     /// built once. Requires a key (transport messages only).
-    public mutating func encrypt(_ plaintext: [UInt8], headroom: Int) throws -> [UInt8] {
+    package mutating func encrypt(_ plaintext: [UInt8], headroom: Int) throws -> [UInt8] {
         try encrypt(plaintext, [], headroom: headroom)
     }
 
     /// Encrypts the plaintext `head` followed by `tail` as one message (read where they are,
     /// not joined first), after `headroom` zero bytes. Requires a key.
-    public mutating func encrypt(_ head: [UInt8], _ tail: ArraySlice<UInt8>, headroom: Int) throws -> [UInt8] {
+    package mutating func encrypt(_ head: [UInt8], _ tail: ArraySlice<UInt8>, headroom: Int) throws -> [UInt8] {
         guard let key else { throw NoiseError.wrongState("encrypting with headroom needs a key") }
         guard head.count + tail.count <= Noise.maxPlaintextLength else { throw NoiseError.messageTooLong }
         guard nonce != UInt64.max else { throw NoiseError.nonceExhausted }
@@ -65,7 +65,7 @@ public struct NoiseCipherState: Sendable {
     /// on success, so a forged message does not desynchronise the stream.
     /// - Throws: ``NoiseError/decryptFailed``, ``NoiseError/messageTooShort``,
     ///   ``NoiseError/messageTooLong``, ``NoiseError/nonceExhausted``.
-    public mutating func decrypt(_ ciphertext: [UInt8], ad: [UInt8] = []) throws -> [UInt8] {
+    package mutating func decrypt(_ ciphertext: [UInt8], ad: [UInt8] = []) throws -> [UInt8] {
         let result = try decrypt(ciphertext, nonce: nonce, ad: ad)
         if key != nil { nonce += 1 }
         return result
@@ -79,7 +79,7 @@ public struct NoiseCipherState: Sendable {
     /// as does an offset past what it saw. Those bytes are not authenticated yet (the tag is
     /// checked last), so `split` must only choose where to cut; nothing is returned unless the
     /// tag holds. Requires a key (transport messages only).
-    public mutating func decrypt(_ ciphertext: [UInt8], peek: Int,
+    package mutating func decrypt(_ ciphertext: [UInt8], peek: Int,
                                  split: ([UInt8]) -> (offset: Int, spare: Int)?) throws -> (head: [UInt8], tail: [UInt8]?) {
         guard let key else { throw NoiseError.wrongState("decrypting in parts needs a key") }
         guard ciphertext.count <= Noise.maxMessageLength else { throw NoiseError.messageTooLong }
@@ -124,7 +124,7 @@ public struct NoiseCipherState: Sendable {
 
     /// Encrypts with an explicit nonce and leaves the internal counter alone (datagram links;
     /// the caller must never reuse a nonce with the same key).
-    public func encrypt(_ plaintext: [UInt8], nonce: UInt64, ad: [UInt8] = []) throws -> [UInt8] {
+    package func encrypt(_ plaintext: [UInt8], nonce: UInt64, ad: [UInt8] = []) throws -> [UInt8] {
         guard let key else {
             guard plaintext.count <= Noise.maxMessageLength else { throw NoiseError.messageTooLong }
             return plaintext
@@ -136,7 +136,7 @@ public struct NoiseCipherState: Sendable {
 
     /// Decrypts with an explicit nonce and leaves the internal counter alone (datagram links;
     /// the caller is responsible for rejecting replays).
-    public func decrypt(_ ciphertext: [UInt8], nonce: UInt64, ad: [UInt8] = []) throws -> [UInt8] {
+    package func decrypt(_ ciphertext: [UInt8], nonce: UInt64, ad: [UInt8] = []) throws -> [UInt8] {
         guard ciphertext.count <= Noise.maxMessageLength else { throw NoiseError.messageTooLong }
         guard let key else { return ciphertext }
         guard ciphertext.count >= Noise.tagLength else { throw NoiseError.messageTooShort }
@@ -146,7 +146,7 @@ public struct NoiseCipherState: Sendable {
 
     /// The spec's `Rekey()`: replaces the key with the first 32 bytes of
     /// `ENCRYPT(k, 2^64 - 1, empty, 32 zero bytes)`. The nonce counter is unchanged.
-    public mutating func rekey() throws {
+    package mutating func rekey() throws {
         guard let key else { throw NoiseError.wrongState("cannot rekey a cipher state without a key") }
         let sealed = try Self.seal([UInt8](repeating: 0, count: 32), key: key.value, nonce: UInt64.max, ad: [])
         self.key = try CipherKey(Array(sealed[..<32]))
@@ -201,5 +201,5 @@ private struct CipherKey: Sendable {
 
 extension NoiseCipherState: CustomStringConvertible {
     /// Describes the state without revealing the key.
-    public var description: String { "NoiseCipherState(hasKey: \(hasKey), nonce: \(nonce))" }
+    package var description: String { "NoiseCipherState(hasKey: \(hasKey), nonce: \(nonce))" }
 }

@@ -1,24 +1,24 @@
 import Foundation
 
 /// Constants of the `Noise_XX_25519_ChaChaPoly_SHA256` protocol as used by PeerLink.
-public enum Noise {
+package enum Noise {
     /// The largest Noise message (handshake or transport), in bytes, allowed by the Noise spec.
-    public static let maxMessageLength = 65535
+    package static let maxMessageLength = 65535
     /// The length of a ChaChaPoly authentication tag.
-    public static let tagLength = 16
+    package static let tagLength = 16
     /// The length of a Curve25519 public key (DHLEN).
-    public static let publicKeyLength = 32
+    package static let publicKeyLength = 32
     /// The length of a SHA-256 digest (HASHLEN).
-    public static let hashLength = 32
+    package static let hashLength = 32
     /// The largest plaintext that fits in one transport message.
-    public static let maxPlaintextLength = maxMessageLength - tagLength
+    package static let maxPlaintextLength = maxMessageLength - tagLength
     /// The full Noise protocol name, which seeds the handshake hash.
-    public static let protocolName = "Noise_XX_25519_ChaChaPoly_SHA256"
+    package static let protocolName = "Noise_XX_25519_ChaChaPoly_SHA256"
 }
 
 /// Errors thrown by the Noise handshake and cipher states. None of them is recoverable for the
 /// session: the caller should drop the handshake or link that produced it.
-public enum NoiseError: Error, Equatable, Sendable {
+package enum NoiseError: Error, Equatable, Sendable {
     /// Authentication of a ciphertext failed (tampered, wrong key, wrong nonce or wrong associated data).
     case decryptFailed
     /// A message is shorter than the protocol requires at this point.
@@ -36,7 +36,7 @@ public enum NoiseError: Error, Equatable, Sendable {
 }
 
 extension NoiseError: CustomStringConvertible {
-    public var description: String {
+    package var description: String {
         switch self {
         case .decryptFailed:
             return "Noise decryption failed: the message was tampered with, or the key, nonce or associated data do not match."
@@ -57,5 +57,5 @@ extension NoiseError: CustomStringConvertible {
 }
 
 extension NoiseError: LocalizedError {
-    public var errorDescription: String? { description }
+    package var errorDescription: String? { description }
 }

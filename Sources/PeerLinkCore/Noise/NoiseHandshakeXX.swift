@@ -14,9 +14,9 @@ import Foundation
 /// `writeMessage` and `readMessage` are transactional: when they throw, the handshake is left
 /// exactly as it was. A caller on a reliable link should still abandon the handshake on any
 /// error, as the spec recommends; a datagram caller may choose to ignore a forged message.
-public struct NoiseHandshakeXX: Sendable {
+package struct NoiseHandshakeXX: Sendable {
     /// Which side of the handshake this is.
-    public enum Role: Sendable {
+    package enum Role: Sendable {
         /// Sends the first message (the dialler).
         case initiator
         /// Receives the first message (the listener).
@@ -24,10 +24,10 @@ public struct NoiseHandshakeXX: Sendable {
     }
 
     /// This side's role.
-    public let role: Role
+    package let role: Role
     private let staticPrivateKey: [UInt8]
     /// This side's 32-byte static public key.
-    public let localStaticKey: [UInt8]
+    package let localStaticKey: [UInt8]
     /// A fixed ephemeral private key, used only to reproduce test vectors.
     private let fixedEphemeralKey: [UInt8]?
 
@@ -36,9 +36,9 @@ public struct NoiseHandshakeXX: Sendable {
     private var remoteEphemeralKey: [UInt8]?
     /// The remote side's 32-byte static public key, known once it has been received and
     /// authenticated (after message 2 for the initiator, message 3 for the responder).
-    public private(set) var remoteStaticKey: [UInt8]?
+    package private(set) var remoteStaticKey: [UInt8]?
     /// The number of handshake messages processed so far (0...3).
-    public private(set) var messageIndex = 0
+    package private(set) var messageIndex = 0
 
     /// Starts a handshake.
     /// - Parameters:
@@ -47,7 +47,7 @@ public struct NoiseHandshakeXX: Sendable {
     ///   - prologue: data both sides must agree on; PeerLink uses the ASCII bytes `peerlink/1`.
     ///   - ephemeralKey: a fixed ephemeral key, for test vectors only. Leave nil in production:
     ///     a fresh key is then generated for the handshake.
-    public init(
+    package init(
         role: Role,
         staticKey: Curve25519.KeyAgreement.PrivateKey,
         prologue: [UInt8],
@@ -63,14 +63,14 @@ public struct NoiseHandshakeXX: Sendable {
     }
 
     /// Whether all three handshake messages have been processed.
-    public var isComplete: Bool { messageIndex >= 3 }
+    package var isComplete: Bool { messageIndex >= 3 }
 
     /// The current handshake hash `h`. Once ``isComplete`` is true, it uniquely identifies
     /// this session and may be used for channel binding (for example, a verification code).
-    public var handshakeHash: [UInt8] { symmetric.handshakeHash }
+    package var handshakeHash: [UInt8] { symmetric.handshakeHash }
 
     /// Whether the next step for this side is ``writeMessage(payload:)`` (false once complete).
-    public var isMyTurnToWrite: Bool {
+    package var isMyTurnToWrite: Bool {
         switch messageIndex {
         case 0, 2: return role == .initiator
         case 1: return role == .responder
@@ -83,7 +83,7 @@ public struct NoiseHandshakeXX: Sendable {
     /// - Returns: the message bytes, at most ``Noise/maxMessageLength`` long.
     /// - Throws: ``NoiseError/wrongState(_:)`` if it is not this side's turn to write, or
     ///   ``NoiseError/messageTooLong`` if the payload does not fit.
-    public mutating func writeMessage(payload: [UInt8]) throws -> [UInt8] {
+    package mutating func writeMessage(payload: [UInt8]) throws -> [UInt8] {
         guard !isComplete else { throw NoiseError.wrongState("the handshake is already complete") }
         guard isMyTurnToWrite else {
             throw NoiseError.wrongState("handshake message \(messageIndex + 1) must be read, not written, by the \(role)")
@@ -118,7 +118,7 @@ public struct NoiseHandshakeXX: Sendable {
     ///   ``NoiseError/messageTooShort`` / ``NoiseError/messageTooLong`` for a bad length,
     ///   ``NoiseError/decryptFailed`` if authentication fails, ``NoiseError/invalidPublicKey``
     ///   for a low-order remote key.
-    public mutating func readMessage(_ message: [UInt8]) throws -> [UInt8] {
+    package mutating func readMessage(_ message: [UInt8]) throws -> [UInt8] {
         guard !isComplete else { throw NoiseError.wrongState("the handshake is already complete") }
         guard !isMyTurnToWrite else {
             throw NoiseError.wrongState("handshake message \(messageIndex + 1) must be written, not read, by the \(role)")
@@ -155,7 +155,7 @@ public struct NoiseHandshakeXX: Sendable {
     /// Derives the transport cipher states once the handshake is complete, oriented for this
     /// role: `send` encrypts what this side sends, `receive` decrypts what it receives.
     /// - Throws: ``NoiseError/wrongState(_:)`` before the handshake is complete.
-    public func split() throws -> (send: NoiseCipherState, receive: NoiseCipherState) {
+    package func split() throws -> (send: NoiseCipherState, receive: NoiseCipherState) {
         guard isComplete else {
             throw NoiseError.wrongState("the handshake is not complete yet (\(messageIndex) of 3 messages)")
         }

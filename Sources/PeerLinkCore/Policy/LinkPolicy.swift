@@ -17,25 +17,25 @@ public enum LinkClass: String, Sendable, Codable {
 
 /// What the policy knows about one link. All fields are measurements or facts; nothing here
 /// is a decision.
-public struct LinkMetrics: Sendable, Equatable {
-    public var id: LinkID
-    public var linkClass: LinkClass
+package struct LinkMetrics: Sendable, Equatable {
+    package var id: LinkID
+    package var linkClass: LinkClass
     /// Milliseconds since the link came up.
-    public var age: UInt64
+    package var age: UInt64
     /// Last measured round-trip time, if any.
-    public var rttMillis: UInt64?
+    package var rttMillis: UInt64?
     /// Fraction of probes or packets lost recently (0…1).
-    public var loss: Double
+    package var loss: Double
     /// Estimated bytes per second, if measured.
-    public var throughput: Double?
+    package var throughput: Double?
     /// The largest frame the remote accepts on this link (its hello), if known: small frames
     /// cost more per byte (each carries a tag and headers).
-    public var maxFrame: Int?
+    package var maxFrame: Int?
     /// True for a link the peers negotiated for bulk (a Wi-Fi Direct group): it takes bulk as
     /// soon as it is up, without proving itself for the dwell time first.
-    public var negotiated: Bool
+    package var negotiated: Bool
 
-    public init(id: LinkID, linkClass: LinkClass, age: UInt64 = 0, rttMillis: UInt64? = nil, loss: Double = 0,
+    package init(id: LinkID, linkClass: LinkClass, age: UInt64 = 0, rttMillis: UInt64? = nil, loss: Double = 0,
                 throughput: Double? = nil, maxFrame: Int? = nil, negotiated: Bool = false) {
         self.id = id; self.linkClass = linkClass; self.age = age; self.rttMillis = rttMillis; self.loss = loss
         self.throughput = throughput; self.maxFrame = maxFrame; self.negotiated = negotiated
@@ -43,15 +43,15 @@ public struct LinkMetrics: Sendable, Equatable {
 }
 
 /// Which link carries each role, and why.
-public struct LinkChoice: Sendable, Equatable {
-    public var carrier: [LinkRole: LinkID] = [:]
-    public var reason: [LinkRole: String] = [:]
+package struct LinkChoice: Sendable, Equatable {
+    package var carrier: [LinkRole: LinkID] = [:]
+    package var reason: [LinkRole: String] = [:]
     /// The link that also gets a copy of each reliable message (`LinkPolicy.copyMessages`).
-    public var messageCopy: LinkID?
-    public var messageCopyReason: String?
+    package var messageCopy: LinkID?
+    package var messageCopyReason: String?
     /// Bytes per second the copies may take on that link.
-    public var messageCopyRate: Double?
-    public init() {}
+    package var messageCopyRate: Double?
+    package init() {}
 }
 
 /// A pure function from link state to link choice; see docs/LINK-POLICY.md for the rules.
@@ -91,7 +91,7 @@ public struct LinkPolicy: Sendable, Equatable {
 
     /// Chooses a carrier per role among `links` (the live ones), keeping `previous` carriers
     /// that are still fine (hysteresis).
-    public func choose(_ links: [LinkMetrics], previous: LinkChoice = LinkChoice()) -> LinkChoice {
+    package func choose(_ links: [LinkMetrics], previous: LinkChoice = LinkChoice()) -> LinkChoice {
         var out = LinkChoice()
         let allowed = links.filter { admits($0.linkClass) }
         guard !allowed.isEmpty else {

@@ -5,72 +5,72 @@ import PeerLinkWire
 /// sizes of each lane, the reasons the application is told, when a carrier change is worth
 /// an event, and whether bulk starting now should propose a faster link. Sans-I/O: the peer's
 /// driver (`PeerChannel`) owns the sockets and calls this with what happened.
-public struct LinkSet: Sendable {
+package struct LinkSet: Sendable {
     /// What the policy needs to know of a link, fixed when it comes up.
-    public struct Link: Sendable, Equatable {
-        public var id: LinkID
-        public var linkClass: LinkClass
+    package struct Link: Sendable, Equatable {
+        package var id: LinkID
+        package var linkClass: LinkClass
         /// Whether its medium counts as fast for frame sizes (typically ≥ 1 MB/s).
-        public var fast: Bool
+        package var fast: Bool
         /// A link the peers negotiated for bulk (a Wi-Fi Direct group).
-        public var negotiated: Bool
+        package var negotiated: Bool
         /// The largest frame the peer accepts on it (its hello).
-        public var maxFrame: Int
+        package var maxFrame: Int
 
-        public init(id: LinkID, linkClass: LinkClass, fast: Bool, negotiated: Bool, maxFrame: Int) {
+        package init(id: LinkID, linkClass: LinkClass, fast: Bool, negotiated: Bool, maxFrame: Int) {
             self.id = id; self.linkClass = linkClass; self.fast = fast; self.negotiated = negotiated; self.maxFrame = maxFrame
         }
     }
 
     /// A carrier change to tell the application about.
-    public struct CarrierChange: Sendable, Equatable {
-        public var role: LinkRole
-        public var link: LinkID
-        public var reason: String
+    package struct CarrierChange: Sendable, Equatable {
+        package var role: LinkRole
+        package var link: LinkID
+        package var reason: String
     }
 
-    public let policy: LinkPolicy
-    public private(set) var links: [LinkID: Link] = [:]
+    package let policy: LinkPolicy
+    package private(set) var links: [LinkID: Link] = [:]
     /// The policy's latest choice.
-    public private(set) var choice = LinkChoice()
+    package private(set) var choice = LinkChoice()
     /// When the policy last ran (ms): while there is a choice of links, it runs again after
     /// `reevaluateAfter` (links age past its dwell time, measurements change without events).
-    public private(set) var lastPolicyRun: UInt64 = 0
-    public static let reevaluateAfter: UInt64 = 250
+    package private(set) var lastPolicyRun: UInt64 = 0
+    package static let reevaluateAfter: UInt64 = 250
     private var reported: [LinkRole: LinkID] = [:]
     private var suspectReason: [LinkID: String] = [:]
 
-    public init(policy: LinkPolicy) { self.policy = policy }
+    package init(policy: LinkPolicy) { self.policy = policy }
 
-    public var isEmpty: Bool { links.isEmpty }
-    public var count: Int { links.count }
+    package var isEmpty: Bool { links.isEmpty }
+    package var count: Int { links.count }
 
     // MARK: links
 
-    public mutating func add(_ link: Link) { links[link.id] = link }
+    package mutating func add(_ link: Link) { links[link.id] = link }
 
     /// Removes a link; true only the first time (a link's death is handled once, whichever of
     /// its reader, the keepalive or a set-up's teardown notices it first).
-    public mutating func remove(_ id: LinkID) -> Bool {
+    package mutating func remove(_ id: LinkID) -> Bool {
         suspectReason[id] = nil
         return links.removeValue(forKey: id) != nil
     }
 
     /// The session core suspects `id` (records in flight, nothing back for `silentFor` ms).
-    public mutating func suspected(_ id: LinkID, silentFor: UInt64) {
+    package mutating func suspected(_ id: LinkID, silentFor: UInt64) {
         suspectReason[id] = "link \(id): nothing acknowledged or answered for \(silentFor) ms with data in flight"
     }
 
-    public mutating func recovered(_ id: LinkID) { suspectReason[id] = nil }
+    package mutating func recovered(_ id: LinkID) { suspectReason[id] = nil }
 
     /// Why `id` is suspected, while it is.
-    public func suspicion(of id: LinkID) -> String? { suspectReason[id] }
+    package func suspicion(of id: LinkID) -> String? { suspectReason[id] }
 
     // MARK: the policy
 
     /// Runs the policy on the links' measurements and gives its choice to `core`: each lane's
     /// carrier, the copy link and its rate, and the lanes' frame sizes.
-    public mutating func apply(to core: inout SessionCore, now: UInt64) {
+    package mutating func apply(to core: inout SessionCore, now: UInt64) {
         let metrics = links.values.sorted { $0.id < $1.id }.map { l in
             let st = core.stats(of: l.id, now: now)
             return LinkMetrics(id: l.id, linkClass: l.linkClass, age: st?.age ?? 0, rttMillis: st?.rttMillis, loss: st?.loss ?? 0,
@@ -92,12 +92,12 @@ public struct LinkSet: Sendable {
     }
 
     /// When the policy should run again (nil: one link or none, nothing to choose).
-    public func nextPolicyRun(now: UInt64) -> UInt64? {
+    package func nextPolicyRun(now: UInt64) -> UInt64? {
         links.count > 1 ? max(lastPolicyRun + LinkSet.reevaluateAfter, now) : nil
     }
 
     /// The link that really carries `role` now (the core may avoid a suspected link).
-    public func carrier(of role: LinkRole, in core: SessionCore) -> LinkID? {
+    package func carrier(of role: LinkRole, in core: SessionCore) -> LinkID? {
         switch role {
         case .control, .reliable: return core.carrier(of: .main)
         case .bulk: return core.carrier(of: .bulk)
@@ -106,7 +106,7 @@ public struct LinkSet: Sendable {
     }
 
     /// Why `role` is on `link`: the policy's reason, or the suspected carrier it avoids.
-    public func reason(for role: LinkRole, on link: LinkID) -> String {
+    package func reason(for role: LinkRole, on link: LinkID) -> String {
         if let chosen = choice.carrier[role], chosen != link, let why = suspectReason[chosen] {
             return "\(why); moved to link \(link) until it answers"
         }
@@ -114,7 +114,7 @@ public struct LinkSet: Sendable {
     }
 
     /// The carriers that changed since they were last reported, with their reasons.
-    public mutating func carrierChanges(in core: SessionCore) -> [CarrierChange] {
+    package mutating func carrierChanges(in core: SessionCore) -> [CarrierChange] {
         var out: [CarrierChange] = []
         for role in [LinkRole.reliable, .bulk, .unreliable] {
             guard let link = carrier(of: role, in: core), reported[role] != link else { continue }
@@ -128,7 +128,7 @@ public struct LinkSet: Sendable {
 
     /// Whether bulk starting now should propose a faster, negotiated link: the peer speaks a
     /// minor that negotiates, and every link is Bluetooth.
-    public func bulkWantsFasterLink(sharedMinor: UInt8) -> Bool {
+    package func bulkWantsFasterLink(sharedMinor: UInt8) -> Bool {
         sharedMinor >= 1 && !links.isEmpty && links.values.allSatisfy { $0.linkClass == .bluetooth }
     }
 }

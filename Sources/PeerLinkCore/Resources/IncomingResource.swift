@@ -6,27 +6,27 @@ import PeerLinkWire
 /// (arrived, handed to the writer) and written (the writer's completion came back). The
 /// writer's completions may come back in any order, so each one counts what it wrote, never a
 /// running total.
-public struct IncomingResource: Sendable, Equatable {
+package struct IncomingResource: Sendable, Equatable {
     /// Bytes between two progress reports.
-    public static let progressStep: UInt64 = 256 * 1024
+    package static let progressStep: UInt64 = 256 * 1024
 
     /// Bytes the sender announced in its offer.
-    public let size: UInt64
+    package let size: UInt64
     /// Bytes the part file already held when this run accepted (a resume).
-    public let resumedFrom: UInt64
+    package let resumedFrom: UInt64
     /// Bytes in the part file: written and hashed.
-    public private(set) var received: UInt64
+    package private(set) var received: UInt64
     /// Bytes handed to the writer whose completion has not come back yet.
-    public private(set) var queued: UInt64 = 0
+    package private(set) var queued: UInt64 = 0
     /// The SHA-256 the whole content must have: from the offer, or for a keyed offer from the
     /// RESOURCE_DIGEST after the last byte (nil until it came).
-    public private(set) var sha256: [UInt8]?
+    package private(set) var sha256: [UInt8]?
     /// Whether the digest follows the bytes (a keyed offer).
-    public let digestFollows: Bool
+    package let digestFollows: Bool
     private var lastReported: UInt64
 
     /// `sha256` is the offer's digest, nil for a keyed offer (its digest follows the bytes).
-    public init(size: UInt64, resumedFrom: UInt64, sha256: [UInt8]? = nil) {
+    package init(size: UInt64, resumedFrom: UInt64, sha256: [UInt8]? = nil) {
         self.size = size
         self.sha256 = sha256
         self.digestFollows = sha256 == nil
@@ -36,7 +36,7 @@ public struct IncomingResource: Sendable, Equatable {
     }
 
     /// What to do with bytes that arrived.
-    public enum Take: Equatable, Sendable {
+    package enum Take: Equatable, Sendable {
         /// Hand them to the writer.
         case write
         /// The sender sent more than it announced: stop the resource, keep what is written.
@@ -45,7 +45,7 @@ public struct IncomingResource: Sendable, Equatable {
 
     /// Counts `count` arrived bytes as handed to the writer, unless they would run past the
     /// announced size (then nothing is counted).
-    public mutating func take(_ count: Int) -> Take {
+    package mutating func take(_ count: Int) -> Take {
         let n = UInt64(max(count, 0))
         guard received + queued + n <= size else { return .overrun(announced: size) }
         queued += n
@@ -54,7 +54,7 @@ public struct IncomingResource: Sendable, Equatable {
 
     /// The writer's completion for `count` bytes it wrote. Returns whether the application is
     /// due a progress report (every `progressStep` bytes, and at the last byte).
-    public mutating func wrote(_ count: Int) -> Bool {
+    package mutating func wrote(_ count: Int) -> Bool {
         let n = min(UInt64(max(count, 0)), queued)
         queued -= n
         received += n
@@ -65,13 +65,13 @@ public struct IncomingResource: Sendable, Equatable {
 
     /// The writer stopped (disk full, write error) holding `held` bytes: those stay for a resume
     /// and nothing queued will complete.
-    public mutating func stopped(holding held: UInt64) {
+    package mutating func stopped(holding held: UInt64) {
         received = min(held, size)
         queued = 0
     }
 
     /// What to do with a RESOURCE_DIGEST.
-    public enum DigestTake: Equatable, Sendable {
+    package enum DigestTake: Equatable, Sendable {
         /// Keep it: the content is checked against it at the end.
         case expected
         /// Not allowed here: stop the resource (the reason says why), keep what is written.
@@ -80,7 +80,7 @@ public struct IncomingResource: Sendable, Equatable {
 
     /// A RESOURCE_DIGEST arrived. Only a keyed offer takes one, once, after its last byte
     /// (a byte after it would not be covered by what the sender hashed).
-    public mutating func digestArrived(_ digest: [UInt8]) -> DigestTake {
+    package mutating func digestArrived(_ digest: [UInt8]) -> DigestTake {
         guard digestFollows else { return .unexpected("the sender sent a SHA-256 after an offer that carried one") }
         guard sha256 == nil else { return .unexpected("the sender sent the SHA-256 twice") }
         guard received + queued == size else {
@@ -93,22 +93,22 @@ public struct IncomingResource: Sendable, Equatable {
 
     /// What the writer checks the whole content against once the sender closed the stream,
     /// or why it cannot check (a keyed resource whose digest never came: nothing lands).
-    public var expectedDigest: Result<[UInt8], VerifyFailure> {
+    package var expectedDigest: Result<[UInt8], VerifyFailure> {
         sha256.map { .success($0) } ?? .failure(.noDigest)
     }
 
     /// Why the content cannot be checked.
-    public enum VerifyFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum VerifyFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case noDigest
-        public var description: String { "the sender ended the transfer without its SHA-256: nothing was checked or kept as a file (the partial file is kept to resume)" }
+        package var description: String { "the sender ended the transfer without its SHA-256: nothing was checked or kept as a file (the partial file is kept to resume)" }
     }
 
     /// Every announced byte is written.
-    public var isComplete: Bool { received == size && queued == 0 }
+    package var isComplete: Bool { received == size && queued == 0 }
 
     /// Why the receiver stops after its writer failed holding `held` bytes (told to the sender
     /// as RESOURCE_ERROR).
-    public func failure(diskFull: Bool, held: UInt64, reason: String) -> ResourceError {
+    package func failure(diskFull: Bool, held: UInt64, reason: String) -> ResourceError {
         diskFull ? .diskFull(held: held, size: size) : .writeFailed(held: held, size: size, reason: reason)
     }
 }

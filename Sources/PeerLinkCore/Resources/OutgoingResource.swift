@@ -9,15 +9,15 @@ import PeerLinkWire
 /// from 0 goes through the hasher once, in order. On a resume from `start` the bytes before
 /// it are read for the hasher alone (`skim`), and after the last byte the digest is sent
 /// before the close.
-public struct OutgoingResource: Sendable, Equatable {
+package struct OutgoingResource: Sendable, Equatable {
     /// Bytes read from the file at once (ahead of the credit).
-    public static let readChunk = 1 << 20
+    package static let readChunk = 1 << 20
     /// Bytes read at once for the hasher alone (a resumed keyed resource's prefix).
-    public static let skimChunk = 4 << 20
+    package static let skimChunk = 4 << 20
     /// Most bytes handed to the session at once.
-    public static let writePiece = 64 * 1024
+    package static let writePiece = 64 * 1024
 
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Offered; the receiver has not answered.
         case offered
         /// Accepted: bytes go from `start` on.
@@ -30,29 +30,29 @@ public struct OutgoingResource: Sendable, Equatable {
         case refused(ResourceError?)
     }
 
-    public let size: UInt64
-    public private(set) var phase: Phase = .offered
+    package let size: UInt64
+    package private(set) var phase: Phase = .offered
     /// Where the receiver asked the bytes to start (its part file's length, for a resume).
-    public private(set) var start: UInt64 = 0
+    package private(set) var start: UInt64 = 0
     /// Bytes handed to the session, counting from the file's start.
-    public private(set) var sent: UInt64 = 0
+    package private(set) var sent: UInt64 = 0
     /// Whether the receiver accepted before anything else happened (a refusal after it is a cancel).
-    public private(set) var wasAccepted = false
+    package private(set) var wasAccepted = false
     /// Whether the SHA-256 goes after the last byte (a keyed offer) instead of in the offer.
-    public let digestFollows: Bool
+    package let digestFollows: Bool
     /// Bytes before `start` read for the hasher alone (a keyed resource's resumed prefix).
-    public private(set) var skimmed: UInt64 = 0
+    package private(set) var skimmed: UInt64 = 0
     /// Whether the digest of a keyed resource went out.
-    public private(set) var digestSent = false
+    package private(set) var digestSent = false
     private var lastReported: UInt64 = 0
 
-    public init(size: UInt64, digestFollows: Bool = false) {
+    package init(size: UInt64, digestFollows: Bool = false) {
         self.size = size
         self.digestFollows = digestFollows
     }
 
     /// The receiver accepted from `offset` (clamped to the size). Ignored unless offered.
-    public mutating func accepted(offset: UInt64) {
+    package mutating func accepted(offset: UInt64) {
         guard phase == .offered else { return }
         start = min(offset, size)
         sent = start
@@ -62,19 +62,19 @@ public struct OutgoingResource: Sendable, Equatable {
     }
 
     /// The receiver's verdict. Ignored unless every byte went.
-    public mutating func verdict(ok: Bool) {
+    package mutating func verdict(ok: Bool) {
         guard phase == .awaitingVerdict else { return }
         phase = .finished(ok: ok)
     }
 
     /// The receiver refused or cancelled: final, whatever came before, unless a verdict came.
-    public mutating func refused(_ reason: ResourceError?) {
+    package mutating func refused(_ reason: ResourceError?) {
         if case .finished = phase { return }
         phase = .refused(reason)
     }
 
     /// What the sending loop does next.
-    public enum Step: Sendable, Equatable {
+    package enum Step: Sendable, Equatable {
         /// Wait for the receiver or for the link.
         case wait
         /// Read `count` bytes of the file at `offset` (nothing is left in the read-ahead).
@@ -95,7 +95,7 @@ public struct OutgoingResource: Sendable, Equatable {
 
     /// The next step, given the stream's `credit`, whether the link's backlog is over its
     /// window, and the bytes read ahead and not yet written.
-    public func next(credit: Int, backlogFull: Bool, readAhead: Int) -> Step {
+    package func next(credit: Int, backlogFull: Bool, readAhead: Int) -> Step {
         switch phase {
         case .offered, .awaitingVerdict: return .wait
         case .finished, .refused: return .done
@@ -111,7 +111,7 @@ public struct OutgoingResource: Sendable, Equatable {
 
     /// `count` bytes were handed to the session. Returns whether a progress report is due
     /// (every 256 KiB, and at the last byte).
-    public mutating func wrote(_ count: Int) -> Bool {
+    package mutating func wrote(_ count: Int) -> Bool {
         guard phase == .sending else { return false }
         sent = min(sent + UInt64(max(count, 0)), size)
         guard sent - lastReported >= IncomingResource.progressStep || (sent == size && lastReported != size) else { return false }
@@ -120,19 +120,19 @@ public struct OutgoingResource: Sendable, Equatable {
     }
 
     /// `count` bytes of the resumed prefix went through the hasher.
-    public mutating func skimmed(_ count: Int) {
+    package mutating func skimmed(_ count: Int) {
         guard phase == .sending else { return }
         skimmed = min(skimmed + UInt64(max(count, 0)), start)
     }
 
     /// The digest went out after the last byte.
-    public mutating func sentDigest() {
+    package mutating func sentDigest() {
         guard phase == .sending, digestFollows, sent == size else { return }
         digestSent = true
     }
 
     /// The stream was closed after the last byte (and the digest, when it follows).
-    public mutating func closed() {
+    package mutating func closed() {
         guard phase == .sending, sent == size, !digestFollows || digestSent else { return }
         phase = .awaitingVerdict
     }

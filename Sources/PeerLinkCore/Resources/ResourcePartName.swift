@@ -4,14 +4,14 @@ import PeerLinkWire
 /// The name of the partial file a receiver keeps a resource's bytes in until they verify
 /// (PROTOCOL §11.7). It names the content, never the offered name, so a later offer of the
 /// same content resumes from it and an offer of other content starts a file of its own.
-public enum ResourcePartName {
+package enum ResourcePartName {
     /// An offer that carries its SHA-256: the digest as 64 lowercase hex digits.
-    public static func forDigest(_ sha256: [UInt8]) -> String { hex(sha256) + ".part" }
+    package static func forDigest(_ sha256: [UInt8]) -> String { hex(sha256) + ".part" }
 
     /// A keyed offer (its SHA-256 follows the bytes): the SHA-256 of the sending peer's ID and
     /// its content key, so one peer's key never names bytes another peer sent. The `key-`
     /// prefix keeps these apart from digest-named files.
-    public static func forKey(_ key: [UInt8], from peer: PeerID) -> String {
+    package static func forKey(_ key: [UInt8], from peer: PeerID) -> String {
         var h = SHA256()
         h.update(data: Array("peerlink/part-key".utf8))
         h.update(data: peer.bytes)

@@ -3,14 +3,14 @@ import PeerLinkWire
 /// One of a session's reliable sequence spaces. Each lane has its own sequence numbers,
 /// acknowledgements and carrier, so bulk data can travel on a fast link while messages stay on
 /// another without either blocking the other's order.
-public enum Lane: String, Sendable, CaseIterable, Codable {
+package enum Lane: String, Sendable, CaseIterable, Codable {
     /// Messages and every control record (stream open, credit, offers, answers).
     case main
     /// Stream and resource bytes, and the close that ends them.
     case bulk
 
     /// The lane that carries `record`: data and its end travel together, the rest on `main`.
-    public static func of(_ record: Record) -> Lane {
+    package static func of(_ record: Record) -> Lane {
         switch record {
         case .streamData, .streamClose, .resourceError, .resourceDigest: return .bulk
         default: return .main

@@ -3,7 +3,7 @@ import PeerLinkWire
 /// Tunables of a session. Times are in milliseconds of a monotonic clock supplied by the caller.
 public struct SessionConfig: Sendable, Equatable {
     /// Negotiation of set-up media (Wi-Fi Direct): timeouts and idle teardown.
-    public var upgrade = LinkUpgrade.Config()
+    package var upgrade = LinkUpgrade.Config()
     /// How often an idle link is probed.
     public var keepaliveInterval: UInt64 = 1000
     /// A link with nothing received for this long is declared dead (the "keepalive bound").
@@ -62,14 +62,14 @@ public struct SessionConfig: Sendable, Equatable {
 public typealias LinkID = UInt64
 
 /// Something the session asks its caller to do or to tell the application.
-public enum SessionOutput: Equatable, Sendable {
+package enum SessionOutput: Equatable, Sendable {
     /// Send this frame on this link.
     case transmit(link: LinkID, frame: Frame)
     case event(SessionEvent)
 }
 
 /// What happened in a session, for the application.
-public enum SessionEvent: Equatable, Sendable {
+package enum SessionEvent: Equatable, Sendable {
     case message([UInt8], reliable: Bool)
     /// The link sent nothing within `deadAfter` and was dropped from the session.
     case linkDead(LinkID)
@@ -104,7 +104,7 @@ public enum SessionEvent: Equatable, Sendable {
 }
 
 /// Why a send was refused.
-public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
     case messageTooLarge(size: Int, limit: Int)
     case backlogFull(bytes: Int, limit: Int)
     case noLink
@@ -114,7 +114,7 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The remote's protocol version lacks what was asked for.
     case unsupportedByPeer(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .messageTooLarge(size, limit): return "message of \(size) bytes is larger than the limit of \(limit) bytes"
         case let .backlogFull(bytes, limit): return "send backlog is full (\(bytes) of \(limit) bytes); wait for the peer to catch up"
@@ -128,16 +128,16 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// What the session core measured on one link.
-public struct LinkStats: Sendable, Equatable {
+package struct LinkStats: Sendable, Equatable {
     /// Milliseconds since the link joined the session.
-    public var age: UInt64
-    public var rttMillis: UInt64?
+    package var age: UInt64
+    package var rttMillis: UInt64?
     /// Fraction of the last (up to 20) keepalive probes not answered in time.
-    public var loss: Double
+    package var loss: Double
     /// Estimated capacity in bytes per second, once the link carried data.
-    public var throughput: Double?
+    package var throughput: Double?
     /// Silent while carrying data: its lanes moved elsewhere for now.
-    public var suspect: Bool
+    package var suspect: Bool
     /// Milliseconds since anything arrived on the link.
-    public var silentMillis: UInt64
+    package var silentMillis: UInt64
 }

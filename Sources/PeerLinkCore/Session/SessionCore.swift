@@ -7,11 +7,11 @@ import PeerLinkWire
 /// Reliable records carry end-to-end sequence numbers and stay buffered until acknowledged,
 /// so when the carrying link dies they are resent on the next one: the receiver drops
 /// duplicates and restores order, and gets each record exactly once.
-public struct SessionCore: Sendable {
-    public enum Role: Sendable { case initiator, responder }
+package struct SessionCore: Sendable {
+    package enum Role: Sendable { case initiator, responder }
 
-    public let config: SessionConfig
-    public let role: Role
+    package let config: SessionConfig
+    package let role: Role
     /// Unanswered pings remembered per link, so a slow pong still measures the RTT.
     static let maxOutstandingPings = 8
     /// The suspicion bound grows at most this much after false alarms, and forgets one of
@@ -21,7 +21,7 @@ public struct SessionCore: Sendable {
     /// Acknowledged bytes a quarter second must carry before it may raise a link's capacity
     /// estimate early (slow links, a few frames a second, keep the once-a-second estimate).
     static let rampBytes = 256 * 1024
-    public private(set) var isClosed = false
+    package private(set) var isClosed = false
 
     // MARK: links
     struct LinkState: Sendable {
@@ -66,23 +66,23 @@ public struct SessionCore: Sendable {
     /// While true, received reliable records are not acknowledged, so the sender stops once its
     /// window is full: set it while the application is behind on consuming events (flow
     /// control end to end). Frames are still read, so keepalives keep working.
-    public var acknowledgementsPaused = false
+    package var acknowledgementsPaused = false
 
     /// The link chosen by policy to carry messages and control records (the main lane); when
     /// nil, dead or suspected, the oldest healthy live link.
-    public var preferredLink: LinkID? { didSet { flush() } }
+    package var preferredLink: LinkID? { didSet { flush() } }
     /// The link chosen by policy for stream and resource bytes (the bulk lane); nil follows
     /// the main lane.
-    public var preferredBulkLink: LinkID? { didSet { flush() } }
+    package var preferredBulkLink: LinkID? { didSet { flush() } }
     /// The link chosen for unreliable messages; nil follows the main lane.
-    public var preferredUnreliableLink: LinkID?
+    package var preferredUnreliableLink: LinkID?
     /// A second link chosen by policy to get a copy of every main-lane frame (reliable
     /// messages and control records), so that a carrier failing silently costs no delivery
     /// delay: the receiver keeps whichever copy comes first. Nil sends no copies.
-    public var preferredCopyLink: LinkID?
+    package var preferredCopyLink: LinkID?
     /// Main-lane bytes per second that may be copied (a token bucket one second deep); 0
     /// sends no copies.
-    public var copyBytesPerSecond: Double
+    package var copyBytesPerSecond: Double
     private var copyTokens = 0.0
     private var copyRefilledAt: UInt64 = 0
 
@@ -97,7 +97,7 @@ public struct SessionCore: Sendable {
     private var remoteMaxFrame = WireLimits.frame
     /// The protocol minor version both sides speak (the smaller of the two hellos'); records
     /// of a later minor are never sent.
-    public var sharedMinor: UInt8 = 0
+    package var sharedMinor: UInt8 = 0
     /// Fragments of the message being received, joined once when its last one arrives.
     private var reassembly: [ArraySlice<UInt8>] = []
     private var reassemblyBytes = 0
@@ -126,7 +126,7 @@ public struct SessionCore: Sendable {
     /// When each lane's oldest unacknowledged received frame must be acknowledged by.
     private var ackDue: [Lane: UInt64] = [:]
 
-    public init(role: Role, config: SessionConfig = SessionConfig()) {
+    package init(role: Role, config: SessionConfig = SessionConfig()) {
         self.role = role
         self.config = config
         self.nextStreamID = role == .initiator ? 1 : 2
@@ -134,7 +134,7 @@ public struct SessionCore: Sendable {
     }
 
     /// Everything produced since the last call, in order.
-    public mutating func takeOutputs() -> [SessionOutput] {
+    package mutating func takeOutputs() -> [SessionOutput] {
         defer { outputs.removeAll(keepingCapacity: true) }
         return outputs
     }
@@ -142,12 +142,12 @@ public struct SessionCore: Sendable {
     // MARK: - Links
 
     /// The live links, oldest first.
-    public var liveLinks: [LinkID] { linkOrder }
+    package var liveLinks: [LinkID] { linkOrder }
     /// The link carrying the main lane (messages, control) now, if any.
-    public var activeLink: LinkID? { carrier(of: .main) }
+    package var activeLink: LinkID? { carrier(of: .main) }
     /// The link that carries `lane` now: its preferred link when that is up and not suspected,
     /// otherwise the oldest healthy link, otherwise any live link.
-    public func carrier(of lane: Lane) -> LinkID? {
+    package func carrier(of lane: Lane) -> LinkID? {
         let preferred = lane == .main ? preferredLink : (preferredBulkLink ?? preferredLink)
         if let p = preferred, let s = links[p], !s.suspect { return p }
         if let healthy = linkOrder.first(where: { links[$0]?.suspect == false }) { return healthy }
@@ -155,21 +155,21 @@ public struct SessionCore: Sendable {
         return linkOrder.first
     }
     /// The link for unreliable messages now.
-    public var unreliableLink: LinkID? {
+    package var unreliableLink: LinkID? {
         if let p = preferredUnreliableLink, let s = links[p], !s.suspect { return p }
         return activeLink
     }
     /// The link that gets copies of main-lane frames now: the preferred copy link while it is
     /// live, not suspected and not itself the carrier.
-    public var copyLink: LinkID? {
+    package var copyLink: LinkID? {
         guard copyBytesPerSecond > 0, let c = preferredCopyLink, let s = links[c], !s.suspect,
               c != carrier(of: .main) else { return nil }
         return c
     }
     /// Last measured round-trip time of a link.
-    public func roundTrip(of link: LinkID) -> UInt64? { links[link]?.rtt }
+    package func roundTrip(of link: LinkID) -> UInt64? { links[link]?.rtt }
     /// Measurements of a live link for the link policy and `peerlink links`.
-    public func stats(of link: LinkID, now: UInt64) -> LinkStats? {
+    package func stats(of link: LinkID, now: UInt64) -> LinkStats? {
         guard let s = links[link] else { return nil }
         let lost = s.probeOutcomes.filter { $0 }.count
         return LinkStats(age: now >= s.upAt ? now - s.upAt : 0, rttMillis: s.rtt,
@@ -178,41 +178,41 @@ public struct SessionCore: Sendable {
                          silentMillis: now >= s.lastReceived ? now - s.lastReceived : 0)
     }
     /// Reliable bytes not yet acknowledged (sent or queued), over both lanes.
-    public var unacknowledgedBytes: Int { mainLane.outboxBytes + bulkLane.outboxBytes }
+    package var unacknowledgedBytes: Int { mainLane.outboxBytes + bulkLane.outboxBytes }
     /// Nothing to send, resend or acknowledge and no link under suspicion: until the next
     /// keepalive is due, `tick` has nothing to do, so the edge may call it less often (an idle
     /// peer then costs a few wake-ups a second, not one per `suspectAfter / 4`).
-    public var isQuiet: Bool {
+    package var isQuiet: Bool {
         !isClosed && mainLane.outboxBytes == 0 && bulkLane.outboxBytes == 0
             && mainLane.receivedSinceAck == 0 && bulkLane.receivedSinceAck == 0
             && !links.values.contains { $0.suspect }
     }
     /// Message bytes queued behind the main lane's window.
-    public var backlogBytes: Int { mainLane.backlogBytes }
+    package var backlogBytes: Int { mainLane.backlogBytes }
     /// Stream and resource bytes queued behind the bulk lane's window.
-    public var bulkBacklogBytes: Int { bulkLane.backlogBytes }
+    package var bulkBacklogBytes: Int { bulkLane.backlogBytes }
 
     /// A link's hello said the remote accepts frames up to `n` bytes on it. The session keeps
     /// the smallest size any link announced, so that fragments made from now on fit every
     /// link a lane may move to (an L2CAP link announces less than a TCP one).
-    public mutating func setRemoteMaxFrame(_ n: Int) {
+    package mutating func setRemoteMaxFrame(_ n: Int) {
         remoteMaxFrame = min(remoteMaxFrame, max(1024, min(n, WireLimits.frame)))
     }
 
     /// The largest frame this session sends (the smallest any link of the peer announced).
-    public var maxFrame: Int { remoteMaxFrame }
+    package var maxFrame: Int { remoteMaxFrame }
 
     /// Every link of the session is fast (the edge says so from the links' media): messages,
     /// streams and resources queued from now on are cut into `config.fastFragmentSize` pieces
     /// instead of `config.fragmentSize`. What is already queued keeps its fragments.
-    public var fastLinksOnly = false
+    package var fastLinksOnly = false
 
     /// The link chosen for the bulk lane is fast (a Wi-Fi Direct group beside a Bluetooth
     /// link): stream and resource bytes queued from now on are cut into
     /// `config.fastFragmentSize` pieces even while a slow link carries the messages.
-    public var fastBulkCarrier = false
+    package var fastBulkCarrier = false
 
-    public mutating func linkUp(_ link: LinkID, now: UInt64) {
+    package mutating func linkUp(_ link: LinkID, now: UInt64) {
         guard links[link] == nil, !isClosed else { return }
         links[link] = LinkState(lastReceived: now, lastProgress: now, lastSent: now, upAt: now, lastPing: now, rateWindowStart: now)
         linkOrder.append(link)
@@ -220,7 +220,7 @@ public struct SessionCore: Sendable {
     }
 
     /// The link is gone (closed, failed, or declared dead). In-flight records move to the next link.
-    public mutating func linkDown(_ link: LinkID) {
+    package mutating func linkDown(_ link: LinkID) {
         guard links.removeValue(forKey: link) != nil else { return }
         linkOrder.removeAll { $0 == link }
         if preferredLink == link { preferredLink = nil }
@@ -236,7 +236,7 @@ public struct SessionCore: Sendable {
 
     /// Queues an application message. Reliable messages are fragmented and delivered exactly
     /// once in order; unreliable ones go out now on the active link or not at all.
-    public mutating func send(_ message: [UInt8], reliable: Bool, now: UInt64) throws {
+    package mutating func send(_ message: [UInt8], reliable: Bool, now: UInt64) throws {
         guard !isClosed else { throw SessionError.closed }
         if !reliable {
             let limit = remoteMaxFrame - 1
@@ -261,7 +261,7 @@ public struct SessionCore: Sendable {
     }
 
     /// Opens an outgoing byte stream; bytes may be written once the remote grants credit.
-    public mutating func openStream(name: String, now: UInt64) throws -> UInt32 {
+    package mutating func openStream(name: String, now: UInt64) throws -> UInt32 {
         guard !isClosed else { throw SessionError.closed }
         guard name.utf8.count <= WireLimits.name else {
             throw SessionError.messageTooLarge(size: name.utf8.count, limit: WireLimits.name)
@@ -274,7 +274,7 @@ public struct SessionCore: Sendable {
     }
 
     /// Offers a resource; data may be written after `resourceAccepted`.
-    public mutating func offerResource(name: String, size: UInt64, sha256: [UInt8], now: UInt64) throws -> UInt32 {
+    package mutating func offerResource(name: String, size: UInt64, sha256: [UInt8], now: UInt64) throws -> UInt32 {
         guard !isClosed else { throw SessionError.closed }
         guard name.utf8.count <= WireLimits.name, sha256.count == 32 else {
             throw SessionError.messageTooLarge(size: name.utf8.count, limit: WireLimits.name)
@@ -291,7 +291,7 @@ public struct SessionCore: Sendable {
     /// bytes can start before the sender has read the whole file. `key` (32 bytes) names the
     /// content for the receiver's partial file. Throws `SessionError.unsupportedByPeer` when
     /// the remote predates protocol minor 4: offer with the digest instead.
-    public mutating func offerResource(name: String, size: UInt64, key: [UInt8], now: UInt64) throws -> UInt32 {
+    package mutating func offerResource(name: String, size: UInt64, key: [UInt8], now: UInt64) throws -> UInt32 {
         guard !isClosed else { throw SessionError.closed }
         guard sharedMinor >= 4 else { throw SessionError.unsupportedByPeer("an offer whose digest follows (protocol minor 4)") }
         guard name.utf8.count <= WireLimits.name, key.count == 32 else {
@@ -307,7 +307,7 @@ public struct SessionCore: Sendable {
 
     /// Sends the SHA-256 of a keyed resource's whole content, after its last byte and before
     /// its close (on the lane of its bytes, so it follows them).
-    public mutating func sendResourceDigest(_ stream: UInt32, sha256: [UInt8], now: UInt64) throws {
+    package mutating func sendResourceDigest(_ stream: UInt32, sha256: [UInt8], now: UInt64) throws {
         guard !isClosed else { throw SessionError.closed }
         guard outboundCredit[stream] != nil, outgoingResources.contains(stream) else { throw SessionError.unknownStream(stream) }
         guard sha256.count == 32 else { throw SessionError.messageTooLarge(size: sha256.count, limit: 32) }
@@ -316,16 +316,16 @@ public struct SessionCore: Sendable {
     }
 
     /// Bytes that may be written on an outgoing stream now.
-    public func credit(of stream: UInt32) -> Int? { outboundCredit[stream] }
+    package func credit(of stream: UInt32) -> Int? { outboundCredit[stream] }
 
     /// Writes stream or resource bytes, at most the stream's credit.
-    public mutating func write(_ bytes: [UInt8], to stream: UInt32, now: UInt64) throws {
+    package mutating func write(_ bytes: [UInt8], to stream: UInt32, now: UInt64) throws {
         try write(bytes[...], to: stream, now: now)
     }
 
     /// Writes a slice of a larger buffer (a chunk read ahead from a file): fragments are slices
     /// of it (the buffer lives until the last is acknowledged), copied only when sealed.
-    public mutating func write(_ bytes: ArraySlice<UInt8>, to stream: UInt32, now: UInt64) throws {
+    package mutating func write(_ bytes: ArraySlice<UInt8>, to stream: UInt32, now: UInt64) throws {
         guard !isClosed else { throw SessionError.closed }
         guard let credit = outboundCredit[stream] else { throw SessionError.unknownStream(stream) }
         guard bytes.count <= credit else { throw SessionError.noCredit(stream: stream, available: credit) }
@@ -340,7 +340,7 @@ public struct SessionCore: Sendable {
     }
 
     /// Ends an outgoing stream normally, or cancels a stream in either direction.
-    public mutating func close(stream: UInt32, cancel: Bool, now: UInt64) {
+    package mutating func close(stream: UInt32, cancel: Bool, now: UInt64) {
         if outboundCredit.removeValue(forKey: stream) != nil {
             if cancel { outgoingResources.remove(stream) }
             enqueue(.streamClose(stream: stream, status: cancel ? .cancelledBySender : .finished))
@@ -353,7 +353,7 @@ public struct SessionCore: Sendable {
     }
 
     /// Accepts an offered resource, asking for its bytes from `offset` on (resume).
-    public mutating func acceptResource(_ stream: UInt32, offset: UInt64, now: UInt64) throws {
+    package mutating func acceptResource(_ stream: UInt32, offset: UInt64, now: UInt64) throws {
         guard var s = inbound[stream], case .resource(accepted: false) = s.kind else { throw SessionError.unknownStream(stream) }
         s.kind = .resource(accepted: true)
         s.creditLeft = Int(config.streamWindow)
@@ -366,7 +366,7 @@ public struct SessionCore: Sendable {
     /// Refuses or stops an incoming resource with a reason the sender can show (RESOURCE_ERROR,
     /// when the remote speaks minor 1; with the receiver's margin from minor 3), then cancels
     /// it as `close(stream:cancel:)` does.
-    public mutating func refuseResource(_ stream: UInt32, error: ResourceError, now: UInt64) {
+    package mutating func refuseResource(_ stream: UInt32, error: ResourceError, now: UInt64) {
         guard inbound[stream] != nil else { return }
         if sharedMinor >= 1 { enqueue(.resourceError(stream: stream, error: error.readable(byMinor: sharedMinor))) }
         close(stream: stream, cancel: true, now: now)
@@ -374,7 +374,7 @@ public struct SessionCore: Sendable {
 
     /// Sends one step of a link negotiation (LINK_SETUP), reliably and in order with messages.
     /// Throws `SessionError.unsupportedByPeer` when the remote predates protocol minor 1.
-    public mutating func sendLinkSetup(_ setup: LinkSetup, now: UInt64) throws {
+    package mutating func sendLinkSetup(_ setup: LinkSetup, now: UInt64) throws {
         guard sharedMinor >= 1 else { throw SessionError.unsupportedByPeer("link negotiation (protocol minor 1)") }
         guard !links.isEmpty else { throw SessionError.noLink }
         enqueue(.linkSetup(setup))
@@ -382,7 +382,7 @@ public struct SessionCore: Sendable {
     }
 
     /// Reports whether a received resource verified; ends the transfer on both sides.
-    public mutating func finishResource(_ stream: UInt32, ok: Bool, now: UInt64) {
+    package mutating func finishResource(_ stream: UInt32, ok: Bool, now: UInt64) {
         inbound.removeValue(forKey: stream)
         enqueue(.resourceResult(stream: stream, ok: ok))
         flush(now: now)
@@ -395,7 +395,7 @@ public struct SessionCore: Sendable {
     /// Only while bulk travels on a fast link (`fastLinksOnly` or `fastBulkCarrier`): on
     /// Bluetooth the first window already holds more than the link has in flight, and a
     /// round trip measured behind queued bulk would let the window grow for nothing.
-    public mutating func consumed(_ count: Int, of stream: UInt32, now: UInt64) {
+    package mutating func consumed(_ count: Int, of stream: UInt32, now: UInt64) {
         guard var s = inbound[stream] else { return }
         s.consumedSinceGrant += count
         if s.consumedSinceGrant >= s.window / 2 {
@@ -423,10 +423,10 @@ public struct SessionCore: Sendable {
     }
 
     /// The current credit window of an incoming stream (tests, diagnostics).
-    public func window(of stream: UInt32) -> Int? { inbound[stream]?.window }
+    package func window(of stream: UInt32) -> Int? { inbound[stream]?.window }
 
     /// Leaves the session: tells the remote on every link and stops.
-    public mutating func leave(reason: CloseReason = .leaving, text: String = "", now: UInt64) {
+    package mutating func leave(reason: CloseReason = .leaving, text: String = "", now: UInt64) {
         guard !isClosed else { return }
         for link in linkOrder { transmit(.close(reason: reason, text: text), on: link, now: now) }
         isClosed = true
@@ -435,7 +435,7 @@ public struct SessionCore: Sendable {
     // MARK: - Input
 
     /// Processes one frame received on `link`.
-    public mutating func receive(_ frame: Frame, on link: LinkID, now: UInt64) {
+    package mutating func receive(_ frame: Frame, on link: LinkID, now: UInt64) {
         guard !isClosed, links[link] != nil else { return }
         links[link]?.lastReceived = now
         // A suspected link that speaks again is asked at once whether it also listens: only
@@ -485,7 +485,7 @@ public struct SessionCore: Sendable {
 
     /// Advances timers: keepalives, suspected and dead links, delayed acknowledgements and
     /// throughput estimates.
-    public mutating func tick(now: UInt64) {
+    package mutating func tick(now: UInt64) {
         guard !isClosed else { return }
         for link in linkOrder {
             guard let s = links[link] else { continue }
@@ -535,7 +535,7 @@ public struct SessionCore: Sendable {
     /// nothing waits for time. `now` when something is due already (an event made it so):
     /// tick at once. Each instant is computed the way `tick` tests it, so a driver that ticks
     /// only at these instants does what one ticking every millisecond would.
-    public func nextDeadline(now: UInt64) -> UInt64? {
+    package func nextDeadline(now: UInt64) -> UInt64? {
         let d = nextDeadlines(now: now)
         return [d.urgent, d.lazy].compactMap { $0 }.min()
     }
@@ -544,7 +544,7 @@ public struct SessionCore: Sendable {
     /// of a busy carrier, suspicion, throughput ramps) as close to the instant as the driver
     /// can; `lazy` (idle keepalives and probe bookkeeping, dead links, throughput samples)
     /// may come somewhat late, so that a driver can wake many idle sessions at once.
-    public func nextDeadlines(now: UInt64) -> (urgent: UInt64?, lazy: UInt64?) {
+    package func nextDeadlines(now: UInt64) -> (urgent: UInt64?, lazy: UInt64?) {
         guard !isClosed else { return (nil, nil) }
         var urgent: UInt64?, lazy: UInt64?
         func consider(_ t: UInt64?, _ best: inout UInt64?) {
@@ -609,10 +609,10 @@ public struct SessionCore: Sendable {
     // MARK: - Internals
 
     /// The size of the pieces messages queued now are cut into.
-    public var fragmentSize: Int { fragmentSize(large: fastLinksOnly) }
+    package var fragmentSize: Int { fragmentSize(large: fastLinksOnly) }
 
     /// The size of the pieces stream and resource bytes written now are cut into.
-    public var bulkFragmentSize: Int { fragmentSize(large: fastLinksOnly || fastBulkCarrier) }
+    package var bulkFragmentSize: Int { fragmentSize(large: fastLinksOnly || fastBulkCarrier) }
 
     private func fragmentSize(large: Bool) -> Int {
         max(256, min(large ? config.fastFragmentSize : config.fragmentSize, remoteMaxFrame - 32))

@@ -7,27 +7,27 @@ import PeerLinkWire
 /// messages, local results and the time, and carries out its actions.
 ///
 /// One negotiation at a time per peer. Crossed proposals: the session initiator's goes ahead.
-public struct LinkUpgrade: Sendable {
-    public struct Config: Sendable, Equatable {
+package struct LinkUpgrade: Sendable {
+    package struct Config: Sendable, Equatable {
         /// Milliseconds to wait for an answer to a proposal.
-        public var answerTimeout: UInt64 = 10_000
+        package var answerTimeout: UInt64 = 10_000
         /// Milliseconds allowed from acceptance to the new link joining the session.
-        public var setupTimeout: UInt64 = 60_000
+        package var setupTimeout: UInt64 = 60_000
         /// Milliseconds without bulk traffic after which the set-up is taken down (0: never).
-        public var idleTeardown: UInt64 = 60_000
+        package var idleTeardown: UInt64 = 60_000
         /// Milliseconds before proposing again after a refusal or failure.
-        public var retryAfter: UInt64 = 30_000
-        public init() {}
+        package var retryAfter: UInt64 = 30_000
+        package init() {}
     }
 
     /// Which end of the set-up a side takes.
-    public enum Role: UInt8, Sendable, Equatable {
+    package enum Role: UInt8, Sendable, Equatable {
         case host = 1, join = 2
         var other: Role { self == .host ? .join : .host }
     }
 
     /// Where the current negotiation stands.
-    public enum Phase: String, Sendable, Equatable {
+    package enum Phase: String, Sendable, Equatable {
         case idle
         /// We proposed and wait for the answer.
         case proposed
@@ -44,7 +44,7 @@ public struct LinkUpgrade: Sendable {
     }
 
     /// What the edge must do.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send this step to the peer (inside the session).
         case send(LinkSetup)
         /// Form the group and listen on it; answer with `hosted` or `failed`.
@@ -62,19 +62,19 @@ public struct LinkUpgrade: Sendable {
     }
 
     /// Local abilities per medium, set by the edge from the medium's plug-in.
-    public struct Availability: Sendable, Equatable {
-        public var roles: LinkSetup.Roles
+    package struct Availability: Sendable, Equatable {
+        package var roles: LinkSetup.Roles
         /// Why the medium cannot be used here, when `roles` is empty.
-        public var reason: String
-        public init(roles: LinkSetup.Roles, reason: String = "") { self.roles = roles; self.reason = reason }
+        package var reason: String
+        package init(roles: LinkSetup.Roles, reason: String = "") { self.roles = roles; self.reason = reason }
     }
 
-    public let config: Config
+    package let config: Config
     /// True on the side that sent the session's first invitation (wins crossed proposals).
-    public let initiator: Bool
-    public private(set) var phase: Phase = .idle
+    package let initiator: Bool
+    package private(set) var phase: Phase = .idle
     /// The negotiation in progress (or up).
-    public private(set) var current: (id: UInt32, medium: String, role: Role?)?
+    package private(set) var current: (id: UInt32, medium: String, role: Role?)?
     private var availability: [String: Availability] = [:]
     private var nextID: UInt32
     private var proposedAt: UInt64 = 0
@@ -85,22 +85,22 @@ public struct LinkUpgrade: Sendable {
     /// Per medium, the reason it could not be proposed that the timeline last showed.
     private var toldUnavailable: [String: String] = [:]
 
-    public init(initiator: Bool, config: Config = Config()) {
+    package init(initiator: Bool, config: Config = Config()) {
         self.initiator = initiator
         self.config = config
         nextID = initiator ? 1 : 2
     }
 
     /// Tells what this side can do with `medium` (empty roles and a reason: it cannot).
-    public mutating func setAvailability(_ medium: String, _ a: Availability) { availability[medium] = a }
+    package mutating func setAvailability(_ medium: String, _ a: Availability) { availability[medium] = a }
 
     /// Whether availability for `medium` was set.
-    public func knows(_ medium: String) -> Bool { availability[medium] != nil }
+    package func knows(_ medium: String) -> Bool { availability[medium] != nil }
     /// Whether actions are waiting to be taken.
-    public var hasActions: Bool { !actions.isEmpty }
+    package var hasActions: Bool { !actions.isEmpty }
 
     /// The actions produced so far, in order; clears them.
-    public mutating func takeActions() -> [Action] {
+    package mutating func takeActions() -> [Action] {
         defer { actions = [] }
         return actions
     }
@@ -112,7 +112,7 @@ public struct LinkUpgrade: Sendable {
     /// cannot use the medium; in that last case the timeline says why (`unavailable`, once
     /// per reason), since nothing else would tell the user why bulk stays on a slow link.
     @discardableResult
-    public mutating func propose(_ medium: String, reason: String, now: UInt64) -> Bool {
+    package mutating func propose(_ medium: String, reason: String, now: UInt64) -> Bool {
         guard phase == .idle, now >= quietUntil, let a = availability[medium] else { return false }
         guard !a.roles.isEmpty else {
             let why = a.reason.isEmpty ? "this side can neither host nor join" : a.reason
@@ -136,10 +136,10 @@ public struct LinkUpgrade: Sendable {
     }
 
     /// Bulk traffic moved (a resource or stream byte, either way): keeps the set-up alive.
-    public mutating func bulkActivity(now: UInt64) { lastBulk = now }
+    package mutating func bulkActivity(now: UInt64) { lastBulk = now }
 
     /// The group is formed and we listen on it; `parameters` tell the joiner how to reach us.
-    public mutating func hosted(_ id: UInt32, parameters: [LinkSetup.Parameter], detail: String = "", now: UInt64) {
+    package mutating func hosted(_ id: UInt32, parameters: [LinkSetup.Parameter], detail: String = "", now: UInt64) {
         guard let c = current, c.id == id, phase == .hosting else { return }
         phase = .ready
         actions.append(.send(LinkSetup(id: id, step: .ready, medium: c.medium, parameters: parameters)))
@@ -148,7 +148,7 @@ public struct LinkUpgrade: Sendable {
     }
 
     /// A link of the negotiated medium joined the session (either side).
-    public mutating func linkUp(_ id: UInt32, detail: String = "", now: UInt64) {
+    package mutating func linkUp(_ id: UInt32, detail: String = "", now: UInt64) {
         guard let c = current, c.id == id, phase == .ready || phase == .joining else { return }
         phase = .up
         lastBulk = max(lastBulk, now)
@@ -157,25 +157,25 @@ public struct LinkUpgrade: Sendable {
     }
 
     /// The negotiated link left the session (radio gone, group torn down by the system).
-    public mutating func linkDown(_ id: UInt32, reason: String, now: UInt64) {
+    package mutating func linkDown(_ id: UInt32, reason: String, now: UInt64) {
         guard let c = current, c.id == id, phase == .up else { return }
         finish(sending: .teardown, reason: "the link went down: \(reason)", now: now, quiet: 0)
     }
 
     /// A local step (forming, joining, dialling) failed.
-    public mutating func failed(_ id: UInt32, reason: String, now: UInt64) {
+    package mutating func failed(_ id: UInt32, reason: String, now: UInt64) {
         guard let c = current, c.id == id, phase != .idle else { return }
         finish(sending: .failed, reason: reason, now: now, quiet: config.retryAfter)
     }
 
     /// Takes down whatever is set up (the node is leaving, or the user asked).
-    public mutating func stop(reason: String, now: UInt64) {
+    package mutating func stop(reason: String, now: UInt64) {
         guard phase != .idle else { return }
         finish(sending: .teardown, reason: reason, now: now, quiet: 0)
     }
 
     /// When `tick` may next time something out (nil: nothing waits for time). Never in the past.
-    public func nextDeadline(now: UInt64) -> UInt64? {
+    package func nextDeadline(now: UInt64) -> UInt64? {
         let t: UInt64?
         switch phase {
         case .idle: t = nil
@@ -187,7 +187,7 @@ public struct LinkUpgrade: Sendable {
     }
 
     /// Timeouts and idle teardown.
-    public mutating func tick(now: UInt64) {
+    package mutating func tick(now: UInt64) {
         switch phase {
         case .idle:
             return
@@ -210,7 +210,7 @@ public struct LinkUpgrade: Sendable {
     // MARK: from the peer
 
     /// A LINK_SETUP from the peer.
-    public mutating func received(_ m: LinkSetup, now: UInt64) {
+    package mutating func received(_ m: LinkSetup, now: UInt64) {
         switch m.step {
         case .propose:
             receivedProposal(m, now: now)
