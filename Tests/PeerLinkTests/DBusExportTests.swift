@@ -152,22 +152,14 @@ final class DBusExportTests: XCTestCase {
     func testConnectionsDoNotEachStartAThread() throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        let before = Self.threads()
+        let before = ProcessThreads.count()
         var servers: [DBusObjectServer] = []
         defer { for s in servers { s.stop() } }
         for _ in 0..<16 { servers.append(try DBusObjectServer(address: bus.address)) }
         // Each answers a call, so each has read from its socket.
         for s in servers { _ = try s.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId") }
-        let during = Self.threads()
+        let during = ProcessThreads.count()
         XCTAssertLessThanOrEqual(during - before, BlockingPool.shared.maxThreads, "threads before: \(before), with 16 connections: \(during)")
-    }
-
-    static func threads() -> Int {
-        let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        for line in text.split(separator: "\n") where line.hasPrefix("Threads:") {
-            return Int(line.dropFirst(8).trimmingCharacters(in: .whitespaces)) ?? 0
-        }
-        return 0
     }
 
     func testAdvertiserWithoutBluetoothdIsAClearError() throws {
