@@ -1,6 +1,7 @@
 import CAvahi
 import Foundation
 import PeerLink
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,15 +9,22 @@ import Glibc
 /// Avahi's main-loop interface (`AvahiPoll`) on PeerLink's I/O loop instead of a poll thread
 /// of its own: Avahi's watches are `IOWatch`es, its timeouts `IOTimer`s.
 ///
+/// Avahi's callbacks block: they make D-Bus round trips to avahi-daemon (creating a resolver
+/// inside a browse callback, committing an entry group). So the I/O loop only notices that
+/// a watch is ready, pauses it and queues the callback on this poll's lane of the blocking
+/// pool; the watch asks again once the callback has run. Timeouts are queued there too.
+///
 /// libavahi-client is not thread-safe, so, as with `avahi_threaded_poll`, one lock orders
-/// everything: every Avahi callback runs with `withLock` held (watches on the loop's thread,
-/// timeouts on Swift's pool), and other threads call Avahi only inside `withLock`. The
-/// interface's functions are called by Avahi with the lock held; they never wait for a
-/// callback, which instead checks under the lock that its watch or timeout still stands.
+/// everything: every Avahi callback runs with `withLock` held, and other threads call Avahi
+/// only inside `withLock`. The interface's functions are called by Avahi with the lock held;
+/// they never wait for a callback, which instead checks under the lock that its watch or
+/// timeout still stands.
 final class AvahiLoopPoll: @unchecked Sendable {
     private let mutex = AvahiMutex()
     /// Set under the lock by `shutDown`: no callback runs after it.
     private var down = false
+    /// Where Avahi's callbacks run, one at a time, in the order they became due.
+    private let lane = BlockingPool.Lane("pl.avahi")
     /// The interface handed to Avahi (`userdata` points back here, unretained).
     let api: UnsafeMutablePointer<AvahiPoll>
 
@@ -57,11 +65,13 @@ final class AvahiLoopPoll: @unchecked Sendable {
     /// interface as usual.
     func shutDown() { down = true }
 
-    /// Runs an Avahi callback under the lock unless the poll is down or `stillWanted` says no.
-    fileprivate func dispatch(_ stillWanted: () -> Bool, _ call: () -> Void) {
-        mutex.withLock {
-            guard !down, stillWanted() else { return }
-            call()
+    /// Queues `call` on the lane, to run under the lock unless the poll is down by then.
+    fileprivate func dispatch(_ call: @escaping @Sendable () -> Void) {
+        lane.post { [self] in
+            mutex.withLock {
+                guard !down else { return }
+                call()
+            }
         }
     }
 
@@ -76,8 +86,12 @@ private final class LoopWatch: @unchecked Sendable {
     private let fd: Int32
     private let callback: AvahiWatchCallback
     private let userdata: UnsafeMutableRawPointer?
+    private var io: IOWatch?  // set once, before Avahi has the watch
+    /// A callback is queued and the watch paused until it has run.
+    private let queued = Atomic<Bool>(false)
     // Under the poll's lock:
-    private var io: IOWatch?
+    /// What Avahi asks for (the watch's interest whenever no callback is queued).
+    private var wanted = IOWatch.Events()
     private var freed = false
     /// What the last callback was called for (`watch_get_events`).
     private(set) var happened = AvahiWatchEvent(rawValue: 0)
@@ -92,8 +106,10 @@ private final class LoopWatch: @unchecked Sendable {
     static func make(poll: AvahiLoopPoll, fd: Int32, events: AvahiWatchEvent, callback: @escaping AvahiWatchCallback,
                      userdata: UnsafeMutableRawPointer?) -> OpaquePointer? {
         let w = LoopWatch(poll: poll, fd: fd, callback: callback, userdata: userdata)
-        w.io = try? IOWatch(fd: fd, events: Self.ioEvents(events)) { [weak w] ready in w?.fire(ready) }
-        guard w.io != nil else { return nil }
+        w.wanted = Self.ioEvents(events)
+        // Asks for nothing until `io` is set, so the handler never sees it unset.
+        w.io = try? IOWatch(fd: fd, events: []) { [weak w] ready in w?.ready(ready) }
+        guard let io = w.io, io.update(w.wanted) == 0 else { return nil }
         return OpaquePointer(Unmanaged.passRetained(w).toOpaque())
     }
 
@@ -106,19 +122,28 @@ private final class LoopWatch: @unchecked Sendable {
         IOWatch.Events(rawValue: e.rawValue).intersection([.readable, .writable])
     }
 
-    func update(_ events: AvahiWatchEvent) { io?.update(Self.ioEvents(events)) }
+    func update(_ events: AvahiWatchEvent) {
+        wanted = Self.ioEvents(events)
+        if !queued.load(ordering: .acquiring) { io?.update(wanted) }
+    }
 
     func free() {
         freed = true
-        io?.cancel(waitForHandler: false)  // a turn waiting for the lock sees `freed`
-        io = nil
+        io?.cancel(waitForHandler: false)  // a queued callback sees `freed`
         Unmanaged.passUnretained(self).release()
     }
 
-    private func fire(_ ready: IOWatch.Events) {
-        poll.dispatch({ !freed }) {
-            happened = AvahiWatchEvent(rawValue: ready.rawValue)
-            callback(OpaquePointer(Unmanaged.passUnretained(self).toOpaque()), fd, happened, userdata)
+    /// On the loop's thread: pause the watch and queue the callback (once).
+    private func ready(_ events: IOWatch.Events) {
+        guard !queued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        io?.update([])
+        poll.dispatch { [self] in
+            if !freed {
+                happened = AvahiWatchEvent(rawValue: events.rawValue)
+                callback(OpaquePointer(Unmanaged.passUnretained(self).toOpaque()), fd, happened, userdata)
+            }
+            queued.store(false, ordering: .releasing)
+            if !freed { io?.update(wanted) }
         }
     }
 }
@@ -172,10 +197,10 @@ private final class LoopTimeout: @unchecked Sendable {
     }
 
     private func fire() {
-        poll.dispatch({ !freed && deadline != nil }) {
+        poll.dispatch { [self] in
             // A timer that woke early (the monotonic clock ran ahead of the wall clock), or
-            // one that was re-armed while it waited for the lock, waits on.
-            guard let due = deadline else { return }
+            // one that was re-armed while its callback was queued, waits on.
+            guard !freed, let due = deadline else { return }
             let left = Self.nanosecondsUntil(due)
             if left > 0 { timer?.schedule(afterNanoseconds: left); return }
             deadline = nil
