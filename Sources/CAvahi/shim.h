@@ -18,7 +18,6 @@
 #include <avahi-common/malloc.h>
 #include <avahi-common/simple-watch.h>
 #include <avahi-common/strlst.h>
-#include <avahi-common/thread-watch.h>
 #include <avahi-common/timeval.h>
 #include <avahi-common/watch.h>
 

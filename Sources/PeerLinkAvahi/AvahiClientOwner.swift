@@ -1,17 +1,16 @@
 import CAvahi
 import PeerLink
 
-/// Shared machinery of AvahiPublisher and AvahiBrowser: one avahi threaded poll, one client
-/// (created with AVAHI_CLIENT_NO_FAIL on the selected bus), and reconnection when the daemon
-/// or the bus goes away.
+/// Shared machinery of AvahiPublisher and AvahiBrowser: Avahi's main loop on PeerLink's I/O
+/// loop (`AvahiLoopPoll`), one client (created with AVAHI_CLIENT_NO_FAIL on the selected
+/// bus), and reconnection when the daemon or the bus goes away.
 ///
-/// Threading: every mutable field is touched either on the poll thread (inside avahi
-/// callbacks, which run with the poll lock held) or by other threads between
-/// `avahi_threaded_poll_lock`/`unlock` (`withPollLock`). Never call `withPollLock` from
-/// inside an avahi callback.
+/// Threading: every mutable field is touched either inside Avahi callbacks (which run with
+/// the poll's lock held) or by other threads under that lock (`withPollLock`). Never call
+/// `withPollLock` from inside an avahi callback.
 class AvahiClientOwner: @unchecked Sendable {
     let busAddress: String?
-    private var poll: OpaquePointer?
+    private var poll: AvahiLoopPoll?
     /// The current client; nil while none exists. Children (browsers, groups) belong to it.
     var client: OpaquePointer?
     /// Set once by `stop()`; checked by every callback.
@@ -33,7 +32,7 @@ class AvahiClientOwner: @unchecked Sendable {
     /// Opaque pointer to `self` handed to avahi callbacks (valid until `stop()` completes).
     var callbackContext: UnsafeMutableRawPointer? { context }
 
-    // MARK: Hooks for subclasses (poll thread, lock held)
+    // MARK: Hooks for subclasses (inside Avahi callbacks, lock held)
 
     /// The client reached AVAHI_CLIENT_S_RUNNING.
     func clientRunning(_ client: OpaquePointer) {}
@@ -50,21 +49,15 @@ class AvahiClientOwner: @unchecked Sendable {
 
     // MARK: Life cycle
 
-    /// Starts the poll thread and creates the client. Throws when the bus cannot be reached
-    /// (a missing daemon is not an error: the owner waits for it).
+    /// Creates the client on the I/O loop. Throws when the bus cannot be reached (a missing
+    /// daemon is not an error: the owner waits for it).
     func start() throws {
-        guard let poll = avahi_threaded_poll_new() else {
-            throw AvahiError.client(code: -1, message: "cannot create avahi threaded poll")
-        }
+        let poll = AvahiLoopPoll()
         self.poll = poll
         context = Unmanaged.passRetained(self).toOpaque()
         var failure: AvahiError?
-        if avahi_threaded_poll_start(poll) < 0 {
-            failure = .client(code: -1, message: "cannot start avahi poll thread")
-        } else {
-            avahi_threaded_poll_lock(poll)
+        poll.withLock {
             if case let .failure(error) = createClient() { failure = error }
-            avahi_threaded_poll_unlock(poll)
         }
         if let failure {
             stop()
@@ -72,19 +65,19 @@ class AvahiClientOwner: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with the poll lock held (from any thread except the poll thread).
-    /// Returns nil after `stop()`.
+    /// Runs `body` with the poll's lock held (not from inside an Avahi callback). Returns nil
+    /// after `stop()`.
     func withPollLock<T>(_ body: () throws -> T) rethrows -> T? {
         stopLock.lock()
         defer { stopLock.unlock() }
         guard !stopRequested, let poll else { return nil }
-        avahi_threaded_poll_lock(poll)
-        defer { avahi_threaded_poll_unlock(poll) }
-        guard !stopped else { return nil }
-        return try body()
+        return try poll.withLock {
+            guard !stopped else { return nil }
+            return try body()
+        }
     }
 
-    /// Stops the poll thread, frees everything and finishes the event stream. Idempotent.
+    /// Stops Avahi's callbacks, frees everything and finishes the event stream. Idempotent.
     func stop() {
         stopLock.lock()
         if stopRequested {
@@ -94,16 +87,15 @@ class AvahiClientOwner: @unchecked Sendable {
         stopRequested = true
         stopLock.unlock()
         if let poll {
-            avahi_threaded_poll_lock(poll)
-            stopped = true
-            avahi_threaded_poll_unlock(poll)
-            avahi_threaded_poll_stop(poll)  // joins the poll thread (no-op if never started)
-            if let retryTimer { peerlink_avahi_timeout_free(avahi_threaded_poll_get(poll), retryTimer) }
-            retryTimer = nil
-            clientWillBeFreed()
-            if let client { avahi_client_free(client) }
-            client = nil
-            avahi_threaded_poll_free(poll)
+            poll.withLock {
+                stopped = true
+                poll.shutDown()  // no callback runs after this
+                if let retryTimer { peerlink_avahi_timeout_free(poll.interface, retryTimer) }
+                retryTimer = nil
+                clientWillBeFreed()
+                if let client { avahi_client_free(client) }
+                client = nil
+            }
             self.poll = nil
         }
         stopped = true
@@ -114,12 +106,12 @@ class AvahiClientOwner: @unchecked Sendable {
         }
     }
 
-    // MARK: Client management (poll thread or lock held)
+    // MARK: Client management (lock held)
 
     private func createClient() -> Result<OpaquePointer, AvahiError> {
-        guard let poll, let api = avahi_threaded_poll_get(poll) else { return .failure(.stopped) }
+        guard let poll else { return .failure(.stopped) }
         let result = avahiCreateClient(
-            poll: api,
+            poll: poll.interface,
             flags: AVAHI_CLIENT_NO_FAIL,
             busAddress: busAddress,
             callback: { client, state, userdata in
@@ -177,17 +169,15 @@ class AvahiClientOwner: @unchecked Sendable {
     /// Frees the client and creates a new one after a short delay (exponential back-off up
     /// to 5 s while the bus is unreachable).
     func scheduleReconnect() {
-        guard !stopped, retryTimer == nil, let poll, let api = avahi_threaded_poll_get(poll) else { return }
-        retryTimer = peerlink_avahi_timeout_new(api, retryDelayMs, { timeout, userdata in
+        guard !stopped, retryTimer == nil, let poll else { return }
+        retryTimer = peerlink_avahi_timeout_new(poll.interface, retryDelayMs, { timeout, userdata in
             guard let userdata else { return }
             Unmanaged<AvahiClientOwner>.fromOpaque(userdata).takeUnretainedValue().reconnectNow(timeout)
         }, context)
     }
 
     private func reconnectNow(_ timeout: OpaquePointer?) {
-        if let poll, let timeout, let api = avahi_threaded_poll_get(poll) {
-            peerlink_avahi_timeout_free(api, timeout)
-        }
+        if let poll, let timeout { peerlink_avahi_timeout_free(poll.interface, timeout) }
         retryTimer = nil
         guard !stopped else { return }
         clientWillBeFreed()

@@ -39,7 +39,7 @@ package final class DBusConnection: @unchecked Sendable {
 
     /// Opens a private, registered connection (the caller closes and unrefs it).
     package static func open(address: String?) throws -> OpaquePointer {
-        // Connections are shared between a dispatch thread and callers; libdbus needs its
+        // Connections are shared between the I/O loop, a lane and callers; libdbus needs its
         // thread support initialised (newer versions do this themselves; it is idempotent).
         _ = dbus_threads_init_default()
         var err = DBusError()

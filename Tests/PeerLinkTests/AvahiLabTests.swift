@@ -81,6 +81,33 @@ final class AvahiLabTests: XCTestCase {
         XCTAssertTrue(browser.services.isEmpty)
     }
 
+    /// Avahi's main loop runs on the I/O loop: six publishers and six browsers that find
+    /// them start no thread each.
+    func testPublishersAndBrowsersDoNotEachStartAThread() async throws {
+        let lab = try requireLab()
+        let (a, b) = (lab.hosts[0], lab.hosts[1])
+        let before = ProcessThreads.count()
+        var publishers: [AvahiPublisher] = []
+        var browsers: [AvahiBrowser] = []
+        defer {
+            for p in publishers { p.stop() }
+            for b in browsers { b.stop() }
+        }
+        for i in 0..<6 {
+            publishers.append(try AvahiPublisher(type: type, name: "Threads \(i)", port: 4300 + UInt16(i), txt: [:], busAddress: lab.bus(a)))
+            browsers.append(try AvahiBrowser(type: type, busAddress: lab.bus(b)))
+        }
+        for (i, browser) in browsers.enumerated() {
+            let seen = AvahiEventLog(browser.events)
+            let found = await seen.wait(timeout: 20) {
+                if case let .found(s) = $0, s.name.hasPrefix("Threads ") { return true } else { return false }
+            }
+            XCTAssertNotNil(found, "browser \(i) found nothing: \(seen.all)")
+        }
+        let during = ProcessThreads.count()
+        XCTAssertLessThanOrEqual(during - before, BlockingPool.shared.maxThreads, "threads before: \(before), with 12 Avahi clients: \(during)")
+    }
+
     func testIPv4AndIPv6InstancesMergeIntoOneService() async throws {
         let lab = try requireLab()
         let (a, b) = (lab.hosts[0], lab.hosts[1])

@@ -82,7 +82,7 @@ final class DBusExportTests: XCTestCase {
     }
 
     /// The RegisterAdvertisement pattern: A calls B, and B reads A's exported properties
-    /// before it answers. A's dispatch thread must answer B while A's caller waits.
+    /// before it answers. A must answer B while A's caller waits for B.
     func testCallWhoseCalleeCallsBackCompletes() throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
@@ -125,7 +125,7 @@ final class DBusExportTests: XCTestCase {
         XCTAssertEqual(DBusConnection.signature(.bytes([])), "ay")
     }
 
-    func testStopEndsTheDispatchThreadAndFailsLaterCalls() throws {
+    func testStopEndsTheConnectionAndFailsLaterCalls() throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
         let s = try DBusObjectServer(address: bus.address)
@@ -137,7 +137,7 @@ final class DBusExportTests: XCTestCase {
         }
     }
 
-    func testBusGoingAwayEndsTheDispatchThread() throws {
+    func testBusGoingAwayIsNoticed() throws {
         let bus = try PrivateBus()
         let s = try DBusObjectServer(address: bus.address)
         defer { s.stop() }
@@ -145,6 +145,21 @@ final class DBusExportTests: XCTestCase {
         let deadline = Date().addingTimeInterval(10)
         while !s.isDisconnected && Date() < deadline { usleep(20_000) }
         XCTAssertTrue(s.isDisconnected)
+    }
+
+    /// Connections are watched on the I/O loop: sixteen of them, each with a signal handled,
+    /// start no thread each (at most the blocking pool's few, which run their handlers).
+    func testConnectionsDoNotEachStartAThread() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let before = ProcessThreads.count()
+        var servers: [DBusObjectServer] = []
+        defer { for s in servers { s.stop() } }
+        for _ in 0..<16 { servers.append(try DBusObjectServer(address: bus.address)) }
+        // Each answers a call, so each has read from its socket.
+        for s in servers { _ = try s.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId") }
+        let during = ProcessThreads.count()
+        XCTAssertLessThanOrEqual(during - before, BlockingPool.shared.maxThreads, "threads before: \(before), with 16 connections: \(during)")
     }
 
     func testAdvertiserWithoutBluetoothdIsAClearError() throws {

@@ -29,21 +29,49 @@ final class InterfaceWatcher: @unchecked Sendable {
         if start { startListening() }
     }
 
+    /// The rtnetlink socket's watch on the I/O loop (kept while it lasts).
+    private var netlink: IOWatch?  // under lock
+
     private func startListening() {
         let fd = peerlink_netlink_route_open()
         guard fd >= 0 else { return }
-        let thread = Thread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 16384)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n < 0, errno == EINTR || errno == ENOBUFS { check(); continue }
-                if n <= 0 { break }
-                check()
+        // Made under the lock, so a handler that stops the watch finds it.
+        let watching: Bool = lock.withLock {
+            netlink = try? IOWatch(fd: fd, events: .readable) { [weak self] _ in
+                guard let self else { return }
+                switch Self.drain(fd) {
+                case .changed: check()
+                case .quiet: break
+                case .closed: stopListening(fd)
+                }
             }
-            Glibc.close(fd)
+            return netlink != nil
         }
-        thread.name = "peerlink.netlink"
-        thread.start()
+        if !watching { Glibc.close(fd) }
+    }
+
+    private func stopListening(_ fd: Int32) {
+        let watch: IOWatch? = lock.withLock { defer { netlink = nil }; return netlink }
+        watch?.cancel()
+        Glibc.close(fd)
+    }
+
+    /// What reading everything the netlink socket holds found.
+    enum Drained: Equatable { case changed, quiet, closed }
+
+    /// Reads every queued message without blocking: `changed` when there was any (or the
+    /// kernel dropped some: `ENOBUFS`), `closed` when the socket failed.
+    static func drain(_ fd: Int32) -> Drained {
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        var result = Drained.quiet
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { result = .changed; continue }
+            if n < 0, errno == EINTR { continue }
+            if n < 0, errno == ENOBUFS { result = .changed; continue }
+            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK { return result }
+            return .closed
+        }
     }
 
     /// Fails the connections whose local address is not on an interface that is up and running.

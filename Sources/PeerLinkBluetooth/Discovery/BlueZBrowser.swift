@@ -6,7 +6,8 @@ import PeerLinkWire
 
 /// Finds devices advertising a PeerLink service through bluetoothd's D-Bus API: sets a
 /// discovery filter, starts discovery on one adapter, and reads `Device1` objects (polling
-/// `GetManagedObjects` on a private thread) into found / updated / lost sightings.
+/// `GetManagedObjects` from a task, each poll on the blocking pool) into found / updated / lost
+/// sightings.
 ///
 /// bluetoothd leaving the bus, the adapter being powered off or removed all report the
 /// adapter's devices as lost plus a notice; discovery restarts when they return, also when
@@ -32,10 +33,11 @@ public final class BlueZBrowser: @unchecked Sendable {
     private let handler: @Sendable (Event) -> Void
     private let lock = NSLock()
     private var stopped = false
+    private var polling: Task<Void, Never>?  // under lock
 
     /// Makes a browser for `service` on `adapter` (nil: the first powered one), reached on
     /// `busAddress` (nil: the system bus), polling bluetoothd every `pollInterval` seconds.
-    /// `handler` gets the events on the browser's thread. Nothing happens until `start()`.
+    /// `handler` gets the events in order, one poll at a time. Nothing happens until `start()`.
     public init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Double = 0.5,
                 handler: @escaping @Sendable (Event) -> Void) {
         self.service = service
@@ -46,25 +48,43 @@ public final class BlueZBrowser: @unchecked Sendable {
     }
 
     /// Connects and checks BlueZ once (so a missing bus, daemon or adapter is a thrown
-    /// `BlueZError`), then browses on a private thread until `stop()`.
+    /// `BlueZError`), then browses until `stop()`: a task polls, sleeping between polls.
     public func start() throws {
         let bus: DBusConnection
         do { bus = try DBusConnection(address: busAddress) } catch let f as DBusFailure { throw BlueZError(f) }
         let chosen = try BlueZObjects.choose(adapter, from: try BlueZObjects.adapters(bus))
-        let thread = Thread { [self] in run(bus, firstAdapter: chosen) }
-        thread.name = "peerlink-bluez-browse"
-        thread.start()
+        let task = Task.detached { [self] in await run(bus, firstAdapter: chosen) }
+        lock.withLock { polling = task }
     }
 
-    /// Stops browsing: the browser's thread ends after its current poll.
-    public func stop() { lock.withLock { stopped = true } }
+    /// Stops browsing: the polling task ends after its current poll (at once if it sleeps).
+    public func stop() { lock.withLock { () -> Task<Void, Never>? in stopped = true; return polling }?.cancel() }
 
     private var isStopped: Bool { lock.withLock { stopped } }
 
-    private func run(_ bus: DBusConnection, firstAdapter: BlueZAdapter) {
-        var tracker = BlueZDeviceTracker(serviceUUID: BluetoothServiceUUID.string(for: service))
+    /// What one poll leaves for the next (touched by one poll at a time).
+    private final class PollState: @unchecked Sendable {
+        var tracker: BlueZDeviceTracker
         var adapterPath: String? = nil  // where discovery is running
         var lastProblem: String? = nil
+        init(_ tracker: BlueZDeviceTracker) { self.tracker = tracker }
+    }
+
+    private func run(_ bus: DBusConnection, firstAdapter: BlueZAdapter) async {
+        let state = PollState(BlueZDeviceTracker(serviceUUID: BluetoothServiceUUID.string(for: service)))
+        while !isStopped {
+            await BlockingCall.run("bluez.browse") { [self] in poll(bus, firstAdapter: firstAdapter, state) }
+            try? await Runtime.sleep(seconds: interval)
+        }
+        if let p = state.adapterPath {
+            await BlockingCall.run("bluez.browse.stop") {
+                _ = try? bus.call(BlueZObjects.service, p, "org.bluez.Adapter1", "StopDiscovery")
+            }
+        }
+    }
+
+    /// One look at bluetoothd's objects: (re)starts discovery where needed and reports changes.
+    private func poll(_ bus: DBusConnection, firstAdapter: BlueZAdapter, _ state: PollState) {
         func emit(_ events: [BlueZDeviceTracker.Event]) {
             for e in events {
                 switch e {
@@ -76,42 +96,38 @@ public final class BlueZBrowser: @unchecked Sendable {
             }
         }
         func problem(_ text: String) {
-            emit(tracker.removeAll())
-            adapterPath = nil
-            if lastProblem != text { handler(.notice(text)); lastProblem = text }
+            emit(state.tracker.removeAll())
+            state.adapterPath = nil
+            if state.lastProblem != text { handler(.notice(text)); state.lastProblem = text }
         }
-        while !isStopped {
-            do {
-                let objects = try BlueZObjects.managedObjects(bus)
-                let adapters = objects.compactMap { path, ifaces in
-                    ifaces["org.bluez.Adapter1"].map { BlueZAdapter(path: path, address: $0["Address"]?.string ?? "", powered: $0["Powered"]?.bool ?? false) }
-                }.sorted { $0.path < $1.path }
-                let a = try BlueZObjects.choose(adapter ?? firstAdapter.name, from: adapters)
-                guard a.powered else { throw BlueZError.call("adapter \(a.name) is powered off") }
-                if adapterPath != a.path {
-                    try startDiscovery(bus, a.path)
-                    adapterPath = a.path
-                    if lastProblem != nil { handler(.notice("browsing again on \(a.name)")) }
-                    lastProblem = nil
-                } else if objects[a.path]?["org.bluez.Adapter1"]?["Discovering"]?.bool == false,
-                          try resumeDiscoveryIfLost(bus, a.path) {
-                    // Powered off and on, or unplugged and back under the same name, between
-                    // two polls: bluetoothd dropped our discovery without our seeing a gap.
-                    handler(.notice("discovery on \(a.name) had stopped (adapter reset or replaced); browsing again on \(a.name)"))
-                }
-                var present = Set<String>()
-                for (path, ifaces) in objects where path.hasPrefix(a.path + "/") {
-                    guard let dev = ifaces["org.bluez.Device1"] else { continue }
-                    present.insert(path)
-                    emit(tracker.device(at: path, properties: dev))
-                }
-                for path in tracker.known.keys where !present.contains(path) { emit(tracker.removed(path)) }
-            } catch {
-                problem("Bluetooth browsing paused: \(error)")
+        do {
+            let objects = try BlueZObjects.managedObjects(bus)
+            let adapters = objects.compactMap { path, ifaces in
+                ifaces["org.bluez.Adapter1"].map { BlueZAdapter(path: path, address: $0["Address"]?.string ?? "", powered: $0["Powered"]?.bool ?? false) }
+            }.sorted { $0.path < $1.path }
+            let a = try BlueZObjects.choose(adapter ?? firstAdapter.name, from: adapters)
+            guard a.powered else { throw BlueZError.call("adapter \(a.name) is powered off") }
+            if state.adapterPath != a.path {
+                try startDiscovery(bus, a.path)
+                state.adapterPath = a.path
+                if state.lastProblem != nil { handler(.notice("browsing again on \(a.name)")) }
+                state.lastProblem = nil
+            } else if objects[a.path]?["org.bluez.Adapter1"]?["Discovering"]?.bool == false,
+                      try resumeDiscoveryIfLost(bus, a.path) {
+                // Powered off and on, or unplugged and back under the same name, between
+                // two polls: bluetoothd dropped our discovery without our seeing a gap.
+                handler(.notice("discovery on \(a.name) had stopped (adapter reset or replaced); browsing again on \(a.name)"))
             }
-            Thread.sleep(forTimeInterval: interval)
+            var present = Set<String>()
+            for (path, ifaces) in objects where path.hasPrefix(a.path + "/") {
+                guard let dev = ifaces["org.bluez.Device1"] else { continue }
+                present.insert(path)
+                emit(state.tracker.device(at: path, properties: dev))
+            }
+            for path in state.tracker.known.keys where !present.contains(path) { emit(state.tracker.removed(path)) }
+        } catch {
+            problem("Bluetooth browsing paused: \(error)")
         }
-        if let p = adapterPath { _ = try? bus.call(BlueZObjects.service, p, "org.bluez.Adapter1", "StopDiscovery") }
     }
 
     // No UUID filter: the service UUID travels only as a service-data key (§14.2), which
