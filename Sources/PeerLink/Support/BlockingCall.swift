@@ -10,7 +10,7 @@ import Foundation
 /// calls there stop the node from answering keepalives, or hold back unrelated dials. Such
 /// work goes to the process's `BlockingPool` (a few threads, a queue); ordered steps (one
 /// file's reads or writes) go through a `BlockingPool.Lane`. Only a loop that runs for the
-/// process's life (the I/O loop, the netlink watch) gets a thread of its own (`thread`).
+/// process's life (the I/O loop, a Bluetooth listener) gets a thread of its own (`thread`).
 package enum BlockingCall {
     /// Runs `body` on the blocking pool and returns its result (or error) to the awaiting
     /// task. Cancelling the task does not interrupt `body`: give the call its own deadline.
