@@ -109,13 +109,19 @@ public struct RFCOMMTransport: Transport {
     /// dial that failed, so a redial is safe. From a device not recently met, both are final.
     static func dialWhenFree(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?,
                              timeout: Double) async throws -> FDConnection {
+        try await whenFree(remote: BluetoothAddress.format(remote), timeout: timeout) {
+            try await dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
+        }
+    }
+
+    /// `attempt` (one dial to `remote`), repeated as `dialWhenFree` says.
+    static func whenFree<T: Sendable>(remote: String, timeout: Double, _ attempt: () async throws -> T) async throws -> T {
         let deadline = ProcessInfo.processInfo.systemUptime + min(timeout, busyWait)
-        let remoteText = BluetoothAddress.format(remote)
-        let reconnecting = StaleACL.connectedRecently(remoteText, within: busyWait)
+        let reconnecting = StaleACL.connectedRecently(remote, within: busyWait)
         var pause = 0.1
         while true {
             do {
-                return try await dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
+                return try await attempt()
             } catch let TransportError.system(_, e) where (e == EBUSY || ((e == ECONNREFUSED || e == ECONNRESET) && reconnecting))
                 && ProcessInfo.processInfo.systemUptime + pause < deadline {
                 try await Runtime.sleep(seconds: pause)
