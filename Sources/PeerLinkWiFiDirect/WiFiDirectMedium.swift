@@ -28,7 +28,7 @@ public struct WiFiDirectTransport: Transport {
         guard let interface else { throw TransportError.unsupported("a Wi-Fi Direct listener needs its group interface") }
         let listener = try LinkLocalSockets.listen(interface: interface, port: port)
         let wrapped = WiFiDirectListener(listener)
-        // A thread of its own for as long as the group lasts, as Bluetooth listeners have: an
+        // A thread of its own for as long as the group lasts (one per group): an
         // accept that waits for hours must not hold one of the blocking pool's few threads.
         BlockingCall.thread("pl.wifi.accept") {
             Self.acceptLoop(accept: { try listener.acceptBlocking(timeout: 3600) }) { fd, peer in

@@ -7,7 +7,7 @@ import Glibc
 
 extension IOLoop {
     /// How a wait for a descriptor ended.
-    enum WaitOutcome: Sendable, Equatable {
+    package enum WaitOutcome: Sendable, Equatable {
         /// The descriptor is ready (or has an error or hang-up to report: read it).
         case ready
         case timedOut
@@ -18,7 +18,7 @@ extension IOLoop {
     /// or `PEERLINK_EPOLLOUT`), `timeout` seconds pass, or the task is cancelled: a
     /// non-blocking connect waits here for `EPOLLOUT`, an accept loop for `EPOLLIN`. The
     /// descriptor is out of the loop's set again when this returns.
-    func wait(for events: UInt32, on fd: Int32, timeout: Double) async -> WaitOutcome {
+    package func wait(for events: UInt32, on fd: Int32, timeout: Double) async -> WaitOutcome {
         let waiter = DescriptorWaiter()
         let token = attach(waiter)
         let deadline = Task.detached {

@@ -24,9 +24,9 @@ protocol IOLoopHandler: AnyObject, Sendable {
 /// Events carry a token, not the descriptor, and handlers are held weakly: an event that
 /// arrives for a connection being released, or for a number the kernel has already reused,
 /// finds no handler and is dropped.
-final class IOLoop: @unchecked Sendable {
+package final class IOLoop: @unchecked Sendable {
     /// The process's loop, started on first use.
-    static let shared = IOLoop(name: "peerlink.io")
+    package static let shared = IOLoop(name: "peerlink.io")
 
     private let epfd: Int32
     private let createError: Int32

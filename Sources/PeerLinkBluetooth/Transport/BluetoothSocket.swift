@@ -1,5 +1,5 @@
 import CBlueZ
-import Dispatch
+import CPeerLinkSys
 import Foundation
 import PeerLink
 #if canImport(Glibc)
@@ -93,30 +93,34 @@ enum BluetoothSocket {
         }
     }
 
-    /// Connects a socket with a deadline: non-blocking `connect`, `poll`, then `SO_ERROR`.
-    /// The socket is blocking again afterwards.
+    /// Connects a socket with a deadline without holding a thread: non-blocking `connect`, a
+    /// wait on the I/O loop until the socket is writable (or has failed), then `SO_ERROR`. The
+    /// socket stays non-blocking. Cancelling the task abandons the connect
+    /// (`CancellationError`); the caller closes the socket.
     static func connect(fd: Int32, timeout: Double, what: String, adapter: String?,
-                        _ call: () -> Int32) throws {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-        if call() != 0 {
-            guard errno == EINPROGRESS || errno == EAGAIN else { throw explain(errno, operation: what, adapter: adapter) }
-            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            let deadline = Date().addingTimeInterval(timeout)
-            while true {
-                let ms = Int32(max(0, min(deadline.timeIntervalSinceNow * 1000, Double(Int32.max))))
-                let n = poll(&pfd, 1, ms)
-                if n < 0, errno == EINTR { continue }
-                if n < 0 { throw explain(errno, operation: what, adapter: adapter) }
-                if n == 0 { throw TransportError.timedOut(operation: what, seconds: timeout) }
-                break
-            }
-            var err: Int32 = 0
-            var len = socklen_t(MemoryLayout<Int32>.size)
-            if getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 { err = errno }
-            if err != 0 { throw explain(err, operation: what, adapter: adapter) }
+                        _ call: () -> Int32) async throws {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        guard call() != 0 else { return }
+        let e = errno
+        guard e == EINPROGRESS || e == EAGAIN else { throw explain(e, operation: what, adapter: adapter) }
+        switch await IOLoop.shared.wait(for: PEERLINK_EPOLLOUT, on: fd, timeout: timeout) {
+        case .ready: break
+        case .timedOut: throw TransportError.timedOut(operation: what, seconds: timeout)
+        case .cancelled: throw CancellationError()
         }
-        _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+        var err: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 { err = errno }
+        if err != 0 { throw explain(err, operation: what, adapter: adapter) }
+    }
+
+    /// `error`, or, when it is a BR/EDR dial's timeout, `StaleACL.afterTimeout`'s account of
+    /// the stale link it dropped (asking bluetoothd happens on the blocking pool).
+    static func afterDialFailure(_ error: Error, remote: String, localAdapter: String?) async -> Error {
+        guard case TransportError.timedOut = error else { return error }
+        return await BlockingCall.run("pl.bt.stale-acl") {
+            StaleACL.afterTimeout(error, remote: remote, localAdapter: localAdapter)
+        }
     }
 
     /// Turns an errno from a Bluetooth socket call into an error that says what to do.
@@ -155,59 +159,5 @@ enum BluetoothSocket {
         default:
             return .system(operation: operation, errno: e)
         }
-    }
-}
-
-/// A listening Bluetooth socket with an accept loop on its own thread. The loop polls so
-/// `close()` stops it promptly whatever the protocol does with `shutdown` on a listener.
-final class BluetoothListener: TransportListener, @unchecked Sendable {
-    let fd: Int32
-    let port: UInt16
-    private let lock = NSLock()
-    private var closed = false
-
-    /// - Parameters:
-    ///   - accept: accepts one connection on the listening fd, returning the new fd (or -1
-    ///     with errno) and a description of the remote.
-    ///   - wrap: turns an accepted fd into a connection (may return nil to drop it).
-    init(fd: Int32, port: UInt16, name: String,
-         accept: @escaping @Sendable (Int32) -> (fd: Int32, remote: String),
-         wrap: @escaping @Sendable (Int32, String) -> MessageConnection?,
-         onConnection: @escaping @Sendable (MessageConnection) -> Void) {
-        self.fd = fd
-        self.port = port
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)  // accepted sockets stay blocking
-        let thread = Thread { [self] in acceptLoop(accept: accept, wrap: wrap, onConnection: onConnection) }
-        thread.name = name
-        thread.start()
-    }
-
-    private var isClosed: Bool { lock.withLock { closed } }
-
-    private func acceptLoop(accept: @Sendable (Int32) -> (fd: Int32, remote: String),
-                            wrap: @Sendable (Int32, String) -> MessageConnection?,
-                            onConnection: @Sendable (MessageConnection) -> Void) {
-        while !isClosed {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let n = poll(&pfd, 1, 200)
-            if n < 0, errno != EINTR { break }
-            if n <= 0 { continue }
-            if isClosed { break }
-            let (c, remote) = accept(fd)
-            if c < 0 {
-                let e = errno
-                if e == EINTR || e == ECONNABORTED || e == EAGAIN || e == ECONNRESET || e == EPROTO { continue }
-                if e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM { usleep(100_000); continue }
-                break  // listener shut down or broken
-            }
-            if isClosed { Glibc.close(c); break }
-            if let conn = wrap(c, remote) { onConnection(conn) }
-        }
-        Glibc.close(fd)
-    }
-
-    func close() {
-        let first: Bool = lock.withLock { defer { closed = true }; return !closed }
-        if first { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 }

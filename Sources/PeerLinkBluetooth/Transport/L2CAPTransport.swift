@@ -106,11 +106,11 @@ public struct L2CAPTransport: Transport {
         ok = true
         let medium = self.medium
         return BluetoothListener(
-            fd: fd, port: psm, name: "peerlink.l2cap.accept",
+            fd: fd, port: psm,
             accept: { lfd in
                 var remote = peerlink_bt_any()
                 let c = peerlink_bt_l2cap_accept(lfd, &remote)
-                return (c, BluetoothAddress.format(remote))
+                return .init(fd: c, error: c < 0 ? errno : 0, remote: BluetoothAddress.format(remote))
             },
             wrap: { c, remote in
                 L2CAPTransport.growReceiveBuffer(c)
@@ -119,8 +119,8 @@ public struct L2CAPTransport: Transport {
             onConnection: onConnection)
     }
 
-    /// Dials `endpoint.host` on PSM `endpoint.port` on a thread of its own, failing after
-    /// `timeout` seconds.
+    /// Dials `endpoint.host` on PSM `endpoint.port` without a thread (a non-blocking connect
+    /// the I/O loop waits for), failing after `timeout` seconds.
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
         guard endpoint.medium == .l2cap else { throw TransportError.badAddress("\(endpoint) is not an L2CAP endpoint") }
         let remote = try BluetoothAddress.parse(endpoint.host)
@@ -128,19 +128,16 @@ public struct L2CAPTransport: Transport {
             throw TransportError.badAddress("\(endpoint) (" + (mode == .le ? "LE PSMs are 1…0x00FF)" : "BR/EDR PSMs are odd with an even upper byte)"))
         }
         let local = try adapterAddress.map(BluetoothAddress.parse)
-        let isLE = mode == .le, localAdapter = adapterAddress
-        return try await BlockingCall.run("pl.dial.l2cap") {
-            do {
-                return try dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout)
-            } catch {
-                // BR/EDR only: LE links have their own, shorter supervision timeout.
-                if isLE { throw error }
-                throw StaleACL.afterTimeout(error, remote: BluetoothAddress.format(remote), localAdapter: localAdapter)
-            }
+        do {
+            return try await dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout)
+        } catch {
+            // BR/EDR only: LE links have their own, shorter supervision timeout.
+            if mode == .le { throw error }
+            throw await BluetoothSocket.afterDialFailure(error, remote: BluetoothAddress.format(remote), localAdapter: adapterAddress)
         }
     }
 
-    func dial(remote: peerlink_bdaddr, psm: UInt16, local: peerlink_bdaddr?, timeout: Double) throws -> L2CAPConnection {
+    func dial(remote: peerlink_bdaddr, psm: UInt16, local: peerlink_bdaddr?, timeout: Double) async throws -> L2CAPConnection {
         let remoteText = BluetoothAddress.format(remote)
         let what = String(format: "L2CAP %@ connect to %@ PSM 0x%04X", mode == .le ? "LE" : "BR/EDR", remoteText, psm)
             + (adapterAddress.map { " from \($0)" } ?? "")
@@ -154,7 +151,7 @@ public struct L2CAPTransport: Transport {
             try bind(fd, local: local ?? peerlink_bt_any(), psm: 0, what: what)
         }
         try configure(fd, what: what)
-        try BluetoothSocket.connect(fd: fd, timeout: timeout, what: what, adapter: adapterAddress) {
+        try await BluetoothSocket.connect(fd: fd, timeout: timeout, what: what, adapter: adapterAddress) {
             peerlink_bt_l2cap_connect(fd, remote, le, psm)
         }
         ok = true

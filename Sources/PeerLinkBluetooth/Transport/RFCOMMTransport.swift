@@ -62,11 +62,11 @@ public struct RFCOMMTransport: Transport {
         }
         ok = true
         return BluetoothListener(
-            fd: fd, port: UInt16(channel), name: "peerlink.rfcomm.accept",
+            fd: fd, port: UInt16(channel),
             accept: { lfd in
                 var remote = peerlink_bt_any()
                 let c = peerlink_bt_rfcomm_accept(lfd, &remote)
-                return (c, BluetoothAddress.format(remote))
+                return .init(fd: c, error: c < 0 ? errno : 0, remote: BluetoothAddress.format(remote))
             },
             wrap: { c, remote in
                 FDConnection(fd: c, medium: .rfcomm, remoteDescription: remote, lengthPrefixed: true,
@@ -75,8 +75,9 @@ public struct RFCOMMTransport: Transport {
             onConnection: onConnection)
     }
 
-    /// Dials `endpoint.host` on RFCOMM channel `endpoint.port` on a thread of its own, failing
-    /// after `timeout` seconds (paging, pairing and the RFCOMM session setup all count).
+    /// Dials `endpoint.host` on RFCOMM channel `endpoint.port` without a thread (a non-blocking
+    /// connect the I/O loop waits for), failing after `timeout` seconds (paging, pairing and
+    /// the RFCOMM session setup all count).
     public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
         guard endpoint.medium == .rfcomm else {
             throw TransportError.badAddress("\(endpoint) is not an RFCOMM endpoint")
@@ -86,14 +87,11 @@ public struct RFCOMMTransport: Transport {
             throw TransportError.badAddress("\(endpoint) (RFCOMM channels are 1…30)")
         }
         let local = try adapterAddress.map(BluetoothAddress.parse)
-        let localText = adapterAddress
-        return try await BlockingCall.run("pl.dial.rfcomm") {
-            do {
-                return try RFCOMMTransport.dialWhenFree(remote: remote, channel: UInt8(endpoint.port), local: local, localText: localText,
-                                                        timeout: timeout)
-            } catch {
-                throw StaleACL.afterTimeout(error, remote: BluetoothAddress.format(remote), localAdapter: localText)
-            }
+        do {
+            return try await RFCOMMTransport.dialWhenFree(remote: remote, channel: UInt8(endpoint.port), local: local,
+                                                          localText: adapterAddress, timeout: timeout)
+        } catch {
+            throw await BluetoothSocket.afterDialFailure(error, remote: BluetoothAddress.format(remote), localAdapter: adapterAddress)
         }
     }
 
@@ -110,23 +108,29 @@ public struct RFCOMMTransport: Transport {
     /// lab when both ends closed the previous channel at once). Nothing was exchanged on a
     /// dial that failed, so a redial is safe. From a device not recently met, both are final.
     static func dialWhenFree(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?,
-                             timeout: Double) throws -> FDConnection {
+                             timeout: Double) async throws -> FDConnection {
+        try await whenFree(remote: BluetoothAddress.format(remote), timeout: timeout) {
+            try await dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
+        }
+    }
+
+    /// `attempt` (one dial to `remote`), repeated as `dialWhenFree` says.
+    static func whenFree<T: Sendable>(remote: String, timeout: Double, _ attempt: () async throws -> T) async throws -> T {
         let deadline = ProcessInfo.processInfo.systemUptime + min(timeout, busyWait)
-        let remoteText = BluetoothAddress.format(remote)
-        let reconnecting = StaleACL.connectedRecently(remoteText, within: busyWait)
+        let reconnecting = StaleACL.connectedRecently(remote, within: busyWait)
         var pause = 0.1
         while true {
             do {
-                return try dial(remote: remote, channel: channel, local: local, localText: localText, timeout: timeout)
+                return try await attempt()
             } catch let TransportError.system(_, e) where (e == EBUSY || ((e == ECONNREFUSED || e == ECONNRESET) && reconnecting))
                 && ProcessInfo.processInfo.systemUptime + pause < deadline {
-                usleep(UInt32(pause * 1e6))
+                try await Runtime.sleep(seconds: pause)
                 pause = min(pause * 2, 0.8)
             }
         }
     }
 
-    static func dial(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?, timeout: Double) throws -> FDConnection {
+    static func dial(remote: peerlink_bdaddr, channel: UInt8, local: peerlink_bdaddr?, localText: String?, timeout: Double) async throws -> FDConnection {
         let remoteText = BluetoothAddress.format(remote)
         let what = "RFCOMM connect to \(remoteText) channel \(channel)" + (localText.map { " from \($0)" } ?? "")
         let fd = try BluetoothSocket.open("RFCOMM", what: what)
@@ -138,7 +142,7 @@ public struct RFCOMMTransport: Transport {
                 throw BluetoothSocket.explain(errno, operation: "bind \(what)", adapter: localText)
             }
         }
-        try BluetoothSocket.connect(fd: fd, timeout: timeout, what: what, adapter: localText) {
+        try await BluetoothSocket.connect(fd: fd, timeout: timeout, what: what, adapter: localText) {
             peerlink_bt_rfcomm_connect(fd, remote, channel)
         }
         ok = true
