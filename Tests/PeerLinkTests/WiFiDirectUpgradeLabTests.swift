@@ -250,7 +250,7 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
 
 /// A's upgrader, but the credentials it joins with carry a wrong passphrase (as if the peer's
 /// group had changed its key): everything else is the real Wi-Fi Direct medium.
-final class WrongPassphraseJoiner: LinkUpgrader, @unchecked Sendable {
+final class WrongPassphraseJoiner: LinkUpgrading, @unchecked Sendable {
     let inner: WiFiDirectUpgrader
     init(_ inner: WiFiDirectUpgrader) { self.inner = inner }
     var medium: Medium { inner.medium }

@@ -55,7 +55,8 @@ public actor Node {
     ///   - identity: the node's key pair; its public key is the peer ID.
     ///   - displayName: shown to other peers; metadata only (1–63 bytes of UTF-8).
     ///   - transports: the media to listen and dial on; TCP by default.
-    ///   - upgraders: media that sessions negotiate when bulk traffic starts on slow links.
+    ///   - upgraders: media that sessions negotiate when bulk traffic starts on slow links
+    ///     (PeerLink's own: `WiFiDirectUpgrader`, `MemoryUpgrader`; another type is refused).
     ///   - maxPendingInvitations: most invitations awaiting an answer at once; more are declined.
     ///   - handshakeTimeout: seconds an incoming connection may take to finish the handshake and
     ///     its invitation.
@@ -69,7 +70,14 @@ public actor Node {
         self.displayName = displayName
         self.transports = transports
         self.upgraders = upgraders
-        self.plugins = upgraders.compactMap { $0 as? any LinkUpgrading }
+        var plugins: [any LinkUpgrading] = []
+        for u in upgraders {
+            guard let plugin = u as? any LinkUpgrading else {
+                throw TransportError.unsupported("\(type(of: u)) is not one of PeerLink's set-up media (WiFiDirectUpgrader, MemoryUpgrader)")
+            }
+            plugins.append(plugin)
+        }
+        self.plugins = plugins
         self.maxPendingInvitations = maxPendingInvitations
         self.desk = InvitationDesk(maxPending: maxPendingInvitations)
         self.handshakeTimeout = handshakeTimeout
