@@ -16,11 +16,14 @@
 #
 # With --repeat it runs the `repeat` lines instead, in a boot of their own with four
 # controllers: the same two nodes meeting again and again with the CLI in fresh processes
-# (BluetoothRepeatSessionLabTests; scripts/test-bt-repeat.sh runs it so).
+# (BluetoothRepeatSessionLabTests; scripts/test-bt-repeat.sh runs it so). With --replug the
+# `replug` lines, in another boot of four controllers: an adapter unplugged and plugged in
+# again under a running field daemon.
 #
-# Usage: scripts/test-bt.sh [--smoke | --repeat] [--no-le] [--measure] [--filter TEST] [--controllers N] [--results DIR] [--keep-trace]
+# Usage: scripts/test-bt.sh [--smoke | --repeat | --replug] [--no-le] [--measure] [--filter TEST] [--controllers N] [--results DIR] [--keep-trace]
 #   --smoke       also run the smoke suite (Hardware/bt-lab/smoke.py) in the same boot, first
 #   --repeat      the repeat-session lines of Tests/lab-groups.txt (four controllers)
+#   --replug      the replug lines of Tests/lab-groups.txt (four controllers)
 #   --no-le       leave out the L2CAP LE test
 #   --measure     also run test9L2CAPMessageSizes (which SDU sizes the emulator delivers)
 #   --filter T    one XCTest filter instead of the groups, e.g.
@@ -46,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     case $1 in
         --smoke) SMOKE=(--smoke 14 15); PARTS+=(--part smoke) ;;
         --repeat) STEP=repeat; CONTROLLERS=4 ;;
+        --replug) STEP=replug; CONTROLLERS=4 ;;
         --measure) MEASURE=1 ;;
         --le) LE=1 ;;  # the default; kept so older command lines still work
         --no-le) LE=0 ;;
@@ -53,7 +57,7 @@ while [[ $# -gt 0 ]]; do
         --controllers) CONTROLLERS=${2:?--controllers needs a number}; shift ;;
         --results) LAB_ARGS+=(--results "${2:?--results needs a directory}"); shift ;;
         --keep-trace) LAB_ARGS+=(--keep-trace) ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "test-bt: unknown option $1" >&2; exit 2 ;;
     esac
     shift

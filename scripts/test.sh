@@ -172,11 +172,13 @@ if [ "${PEERLINK_SKIP_BT_LAB:-0}" != 1 ]; then
             env SCRATCH=.build BT_GROUP_TIMEOUT=540 BT_TIMEOUT=1140 "$here/test-bt.sh" --repeat
 
     # The field daemons' weeks-long hazards (mostly waiting) run beside them too.
-    step "Wi-Fi in the VM (Wi-Fi Direct and soft-AP through wpa_supplicant, the upgrade end to end, the harness on the radios), beside the fuzzers (${FUZZ_SECONDS} s per target) and the field daemons through avahi-daemon restarts, a network change, a full disk and a flood"
+    step "Wi-Fi in the VM (Wi-Fi Direct and soft-AP through wpa_supplicant, the upgrade end to end, the harness on the radios), beside the fuzzers (${FUZZ_SECONDS} s per target), the field daemons through avahi-daemon restarts, a network change, a full disk and a flood, and a field daemon's adapter unplugged and plugged in again (a Bluetooth VM of its own)"
     run_together "wifi:1080:^(FAIL|PASS)|^\[xctest\] group|figure:|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-wifi\]" \
             env SCRATCH=.build "$here/test-wifi.sh" --harness -- \
         "fuzz:1200:$FUZZ_SHOW" "$here/fuzz.sh" "$FUZZ_SECONDS" -- \
-        "e2e-daemon-weeks:480:" "$here/e2e-daemon-weeks.sh" "$BIN/peerlink"
+        "e2e-daemon-weeks:480:" "$here/e2e-daemon-weeks.sh" "$BIN/peerlink" -- \
+        "bt-replug:600:^(FAIL|fail )|^\[xctest\] group|skipped as expected|passed, |\[bt-lab\] (FAILED|timings)|\[test-bt\]" \
+            env SCRATCH=.build "$here/test-bt.sh" --replug
 else
     step "fuzzing (${FUZZ_SECONDS} s per target)"
     run_step fuzz 1200 "$FUZZ_SHOW" "$here/fuzz.sh" "$FUZZ_SECONDS"
