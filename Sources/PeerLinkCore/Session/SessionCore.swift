@@ -279,10 +279,16 @@ package struct SessionCore: Sendable {
         guard name.utf8.count <= WireLimits.name, sha256.count == 32 else {
             throw SessionError.messageTooLarge(size: name.utf8.count, limit: WireLimits.name)
         }
+        return startResource(now: now) { .resourceOffer(stream: $0, size: size, sha256: sha256, name: name) }
+    }
+
+    /// Opens an outgoing resource's stream (no credit until the peer accepts) and sends its
+    /// offer, made for the new stream ID.
+    private mutating func startResource(now: UInt64, _ offer: (UInt32) -> Record) -> UInt32 {
         let id = allocateStreamID()
         outboundCredit[id] = 0
         outgoingResources.insert(id)
-        enqueue(.resourceOffer(stream: id, size: size, sha256: sha256, name: name))
+        enqueue(offer(id))
         flush(now: now)
         return id
     }
@@ -297,12 +303,7 @@ package struct SessionCore: Sendable {
         guard name.utf8.count <= WireLimits.name, key.count == 32 else {
             throw SessionError.messageTooLarge(size: name.utf8.count, limit: WireLimits.name)
         }
-        let id = allocateStreamID()
-        outboundCredit[id] = 0
-        outgoingResources.insert(id)
-        enqueue(.resourceOfferKeyed(stream: id, size: size, key: key, name: name))
-        flush(now: now)
-        return id
+        return startResource(now: now) { .resourceOfferKeyed(stream: $0, size: size, key: key, name: name) }
     }
 
     /// Sends the SHA-256 of a keyed resource's whole content, after its last byte and before
