@@ -10,9 +10,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # openssh-server and -client are for peerlink-bench's file comparison only: the bench starts
 # its own sshd on 127.0.0.1 with throwaway keys; the machine's sshd is never started or enabled
-# by this script (below).
+# by this script (below). gdb prints the threads' stacks of a test or lab process that hangs.
 PACKAGES=(pkg-config libssl-dev libsqlite3-dev libavahi-client-dev libdbus-1-dev libbluetooth-dev avahi-daemon avahi-utils dbus
-          iproute2 nftables iperf3 ca-certificates openssh-server openssh-client)
+          iproute2 nftables iperf3 ca-certificates openssh-server openssh-client gdb)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 [ "$(id -u)" = 0 ] || { log "run as root: the labs create network namespaces and install packages"; exit 1; }

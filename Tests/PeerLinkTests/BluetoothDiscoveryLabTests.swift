@@ -522,7 +522,7 @@ final class BluetoothCLILabTests: XCTestCase {
         defer { receiver.stop() }
         let rxStart = Date()
         try receiver.start()
-        XCTAssertTrue(receiver.waitForLine(containing: "\"advertising\"", seconds: 30), "receiver advertising: \(receiver.output)")
+        XCTAssertTrue(receiver.waitForLine(containing: "\"advertising\"", seconds: 30), "receiver advertising: \(receiver.output)\n\(receiver.fate)")
         let advertisedAfter = Date().timeIntervalSince(rxStart)
         XCTAssertTrue(receiver.waitForLine(containing: "made connectable", seconds: 10), "receiver made hci9 connectable: \(receiver.output)")
         XCTAssertTrue(try ManagementSocket.controllerInfo(index: 9).current.contains(.connectable), "hci9 connectable while advertising")
@@ -617,6 +617,30 @@ final class LabProcess: @unchecked Sendable {
         if process.isRunning { stop(); return nil }
         Thread.sleep(forTimeInterval: 0.2)  // let the last output arrive
         return process.terminationStatus
+    }
+
+    /// What became of the process, for a failure message: how it ended, or, while it still
+    /// runs, the stacks of its threads (gdb, bounded to 60 s) so a hang shows where it is.
+    var fate: String {
+        guard process.isRunning else {
+            let how = process.terminationReason == .uncaughtSignal ? "was killed by signal" : "exited with status"
+            return "it \(how) \(process.terminationStatus)"
+        }
+        let gdb = "/usr/bin/gdb"
+        guard FileManager.default.isExecutableFile(atPath: gdb) else { return "it still runs (no gdb here for its stacks)" }
+        let dump = Process()
+        dump.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        dump.arguments = ["-k", "5", "60", gdb, "-p", String(process.processIdentifier), "-batch", "-nx",
+                          "-ex", "set pagination off", "-ex", "thread apply all bt 16"]
+        let out = Pipe()
+        dump.standardOutput = out
+        dump.standardError = FileHandle.nullDevice
+        guard (try? dump.run()) != nil else { return "it still runs (gdb did not start)" }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        dump.waitUntilExit()
+        let frames = String(decoding: data, as: UTF8.self).split(separator: "\n")
+            .filter { $0.hasPrefix("Thread ") || $0.hasPrefix("#") }
+        return "it still runs; its threads:\n" + frames.prefix(200).joined(separator: "\n")
     }
 
     func stop() {

@@ -5,6 +5,7 @@ import TestKit
 import XCTest
 @testable import PeerLink
 @testable import PeerLinkBluetooth
+@testable import PeerLinkDBus
 
 /// Bluetooth transports on a host without Bluetooth: clear errors, strict address checks.
 /// These run everywhere (they skip inside the lab, where the kernel does have Bluetooth).
@@ -641,6 +642,37 @@ final class ResumeOnce<T: Sendable>: @unchecked Sendable {
 
 /// Stops the lab's bluetoothd, waits until it left the bus, starts a new one the lab's way
 /// (Hardware/bt-lab/start-bluetoothd.sh) and waits until every controller of the boot is back.
+/// How the lab's shared daemons are doing, for a failure message: whether bluetoothd answers
+/// `GetManagedObjects` (and how fast, waiting at most 20 s), its process state and CPU time,
+/// and the last lines of its log. A test whose process printed nothing tells from this
+/// whether bluetoothd was the one that did not answer.
+func labDaemonState() -> String {
+    var lines: [String] = []
+    let t0 = Date()
+    do {
+        let bus = try DBusConnection()
+        let reply = try bus.call("org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", timeoutMillis: 20_000)
+        lines.append(String(format: "bluetoothd answered GetManagedObjects in %.2f s (%d objects)", Date().timeIntervalSince(t0),
+                            reply.first?.dictionary.count ?? 0))
+    } catch {
+        lines.append(String(format: "bluetoothd did not answer GetManagedObjects (%.1f s): %@", Date().timeIntervalSince(t0), "\(error)"))
+    }
+    if let text = try? String(contentsOfFile: "/run/bt-lab/bluetoothd.pid", encoding: .utf8),
+       let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+       let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) {
+        // Fields after the command's closing parenthesis: state is the first, utime and stime the 12th and 13th.
+        let rest = stat.split(separator: ")").last.map { $0.split(separator: " ") } ?? []
+        if rest.count > 12 { lines.append("bluetoothd pid \(pid): state \(rest[0]), CPU \(rest[11])+\(rest[12]) ticks") }
+        if let wchan = try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8) { lines.append("bluetoothd waits in \(wchan)") }
+    }
+    let log = (ProcessInfo.processInfo.environment["PEERLINK_LAB_RESULTS"] ?? "/tmp") + "/bluetoothd.log"
+    if let text = try? String(contentsOfFile: log, encoding: .utf8) {
+        lines.append("bluetoothd.log, last lines:")
+        lines += text.split(separator: "\n").suffix(15).map(String.init)
+    }
+    return lines.joined(separator: "\n")
+}
+
 func restartLabBluetoothd() throws {
     let env = ProcessInfo.processInfo.environment
     guard let text = try? String(contentsOfFile: "/run/bt-lab/bluetoothd.pid", encoding: .utf8),

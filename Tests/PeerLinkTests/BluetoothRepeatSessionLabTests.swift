@@ -108,47 +108,80 @@ final class BluetoothRepeatSessionLabTests: XCTestCase {
         try content.write(to: URL(fileURLWithPath: file))
         let service = "repeat"
         var times: [String] = []
-        for i in 1...count {
+        var retried: [String] = []
+        var i = 1
+        while i <= count {
             let what = "\(label) session \(i) of \(count) (\(pair.txName) → \(pair.rxName))"
-            try? FileManager.default.removeItem(atPath: dir + "/inbox/report.bin")
-            let receiver = LabProcess(binary, ["receive", "--service", service, "--media", "bluetooth", "--bluetooth-transports", transports,
-                                               "--adapter", pair.rxName, "--dir", dir + "/inbox", "--accept-all", "--json",
-                                               "--name", "alpha", "--config-dir", dir + "/rx"])
-            defer { receiver.stop() }
-            let t0 = Date()
-            try receiver.start()
-            guard receiver.waitForLine(containing: "\"event\":\"advertising\"", seconds: 30) else {
-                XCTFail("\(what): the receiver did not say \"advertising\" within 30 s; it said:\n\(tail(receiver.output))")
+            switch try session(what, dir: dir, file: file, content: content, service: service, transports: transports, pair) {
+            case let .passed(time):
+                times.append(time)
+            case let .bluetoothdSilent(why) where retried.isEmpty:
+                // bluetoothd itself did not answer the receiver's D-Bus calls in time: PeerLink
+                // said so and exited, as it should. Once per series this is taken as the lab's
+                // trouble (an emulated stack on a loaded host), not the pair's: try again.
+                labLog("\(what): bluetoothd did not answer the receiver; trying the session once more\n\(why)")
+                retried.append(what)
+                continue
+            case let .bluetoothdSilent(why), let .failed(why):
+                XCTFail("\(what): \(why)")
                 return
             }
-            let advertised = Date().timeIntervalSince(t0)
-            let sender = LabProcess(binary, ["send", file, "--service", service, "--media", "bluetooth", "--bluetooth-transports", transports,
-                                             "--adapter", pair.txName, "--to", "alpha", "--json", "--config-dir", dir + "/tx", "--timeout", "40"])
-            let t1 = Date()
-            try sender.start()
-            let status = sender.wait(seconds: 90)
-            let sent = Date().timeIntervalSince(t1)
-            guard status == 0, sender.output.contains("\"event\":\"sent\"") else {
-                XCTFail("\(what): no \"sent\" from peerlink send (exit \(status.map(String.init) ?? "none: still running after 90 s, killed"))."
-                        + "\nsender:\n\(tail(sender.output))\nreceiver:\n\(tail(receiver.output))")
-                return
-            }
-            guard let got = FileManager.default.contents(atPath: dir + "/inbox/report.bin"),
-                  Array(SHA256.hash(data: got)) == Array(SHA256.hash(data: content)) else {
-                XCTFail("\(what): the receiver's inbox has no report.bin with the sent SHA-256.\nreceiver:\n\(tail(receiver.output))")
-                return
-            }
-            receiver.stop()
-            times.append(String(format: "%.1f+%.1f", advertised, sent))
-            labLog(String(format: "%@: advertising after %.2f s, sent and verified %.2f s after send started", what, advertised, sent))
             // The next session must start on a new link: wait until the ACL of this one is gone
             // (the kernel drops an idle one about 2 s after its last channel).
             if newLinkEachTime, !waitDisconnected(pair, seconds: 15) {
                 XCTFail("\(what): \(pair.txName) still lists \(pair.rxAddress) as connected 15 s after both processes ended")
                 return
             }
+            i += 1
         }
-        labLog("\(label): \(count) of \(count) sessions passed (advertising + send, seconds: \(times.joined(separator: " ")))")
+        labLog("\(label): \(count) of \(count) sessions passed (advertising + send, seconds: \(times.joined(separator: " ")))"
+               + (retried.isEmpty ? "" : "; tried again after bluetoothd did not answer: \(retried.joined(separator: ", "))"))
+    }
+
+    enum SessionOutcome {
+        /// Advertising and send times, "3.1+4.2".
+        case passed(String)
+        /// The receiver gave up because bluetoothd did not answer its D-Bus calls.
+        case bluetoothdSilent(String)
+        case failed(String)
+    }
+
+    /// One session: `peerlink receive` on `rx` until it advertises, `peerlink send` on `tx`, and
+    /// the file checked by SHA-256 in the receiver's inbox.
+    func session(_ what: String, dir: String, file: String, content: Data, service: String, transports: String,
+                 _ pair: Pair) throws -> SessionOutcome {
+        try? FileManager.default.removeItem(atPath: dir + "/inbox/report.bin")
+        let receiver = LabProcess(binary, ["receive", "--service", service, "--media", "bluetooth", "--bluetooth-transports", transports,
+                                           "--adapter", pair.rxName, "--dir", dir + "/inbox", "--accept-all", "--json",
+                                           "--name", "alpha", "--config-dir", dir + "/rx"])
+        defer { receiver.stop() }
+        let t0 = Date()
+        try receiver.start()
+        // 60 s: past the receiver's own limits for bluetoothd's answers (25 s for the adapter
+        // list, then up to 20 s for the advertisement), so that its own error shows.
+        guard receiver.waitForLine(containing: "\"event\":\"advertising\"", seconds: 60) else {
+            let said = tail(receiver.output)
+            let why = "the receiver did not say \"advertising\" within 60 s; it said:\n\(said)\n\(receiver.fate)\n\(labDaemonState())"
+            return said.contains("org.freedesktop.DBus.Error.NoReply") ? .bluetoothdSilent(why) : .failed(why)
+        }
+        let advertised = Date().timeIntervalSince(t0)
+        let sender = LabProcess(binary, ["send", file, "--service", service, "--media", "bluetooth", "--bluetooth-transports", transports,
+                                         "--adapter", pair.txName, "--to", "alpha", "--json", "--config-dir", dir + "/tx", "--timeout", "40"])
+        let t1 = Date()
+        try sender.start()
+        let status = sender.wait(seconds: 90)
+        let sent = Date().timeIntervalSince(t1)
+        guard status == 0, sender.output.contains("\"event\":\"sent\"") else {
+            return .failed("no \"sent\" from peerlink send (exit \(status.map(String.init) ?? "none: still running after 90 s, killed"))."
+                           + "\nsender:\n\(tail(sender.output))\nreceiver:\n\(tail(receiver.output))")
+        }
+        guard let got = FileManager.default.contents(atPath: dir + "/inbox/report.bin"),
+              Array(SHA256.hash(data: got)) == Array(SHA256.hash(data: content)) else {
+            return .failed("the receiver's inbox has no report.bin with the sent SHA-256.\nreceiver:\n\(tail(receiver.output))")
+        }
+        receiver.stop()
+        labLog(String(format: "%@: advertising after %.2f s, sent and verified %.2f s after send started", what, advertised, sent))
+        return .passed(String(format: "%.1f+%.1f", advertised, sent))
     }
 
     /// The last lines of a process's output, for failure messages.

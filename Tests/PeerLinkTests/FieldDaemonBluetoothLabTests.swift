@@ -69,7 +69,7 @@ final class FieldDaemonBluetoothLabTests: XCTestCase {
         try hubProcess.start()
         try holderProcess.start()
         for (p, what) in [(hubProcess, "hub"), (holderProcess, "holder")] {
-            XCTAssertTrue(p.waitForLine(containing: "running", seconds: 60), "the \(what) daemon runs:\n\(tail(p.output))")
+            XCTAssertTrue(p.waitForLine(containing: "running", seconds: 60), "the \(what) daemon runs:\n\(tail(p.output))\n\(p.fate)")
         }
 
         var rng = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
@@ -116,7 +116,7 @@ final class FieldDaemonBluetoothLabTests: XCTestCase {
         try hubProcess.start()
         try holderProcess.start()
         for (p, what) in [(hubProcess, "hub"), (holderProcess, "holder")] {
-            XCTAssertTrue(p.waitForLine(containing: "running", seconds: 60), "the \(what) daemon runs:\n\(tail(p.output))")
+            XCTAssertTrue(p.waitForLine(containing: "running", seconds: 60), "the \(what) daemon runs:\n\(tail(p.output))\n\(p.fate)")
         }
         var rng = seededGenerator(self)  // the seed is printed; PEERLINK_TEST_SEED repeats it
         func deliver(_ name: String, _ when: String) throws {
