@@ -71,7 +71,19 @@ struct NodeOptions: ParsableArguments {
         async let local = BlockingCall.run("pl.identity") { () throws -> (Identity, String) in
             (try store.loadOrCreate().identity, wanted ?? store.displayName())
         }
-        let plan = try MediaPlan.make(media: media, adapter: adapter, wifi: wifi, bluetooth: bluetoothTransports)
+        let (media, adapter, wifi, links) = (self.media, self.adapter, self.wifi, bluetoothTransports)
+        // bluetoothd answers its adapter list at once when it is well; when it is not, the
+        // command says what it waits for instead of staying silent until the call gives up.
+        let out = Output(json: json)
+        let waiting = Task {
+            try await Task.sleep(for: .seconds(3))
+            let text = "still waiting for bluetoothd to list its adapters (3 s so far; given up after 25 s)"
+            out.emit("note: \(text)", ["event": "notice", "text": text])
+        }
+        defer { waiting.cancel() }
+        let plan = try await BlockingCall.run("pl.media") {
+            try MediaPlan.make(media: media, adapter: adapter, wifi: wifi, bluetooth: links)
+        }
         let (identity, display) = try await local
         do {
             return (try Node(identity: identity, displayName: display, transports: plan.transports, upgraders: plan.upgraders), store, plan)

@@ -7,7 +7,7 @@ import PeerLinkWiFiDirect
 
 /// Which media a command uses, from `--media`, `--adapter` and `--wifi`: the node's transports,
 /// its negotiated media and the discovery backends that go with them.
-struct MediaPlan {
+struct MediaPlan: Sendable {
     enum Choice: String, CaseIterable {
         /// IP, plus Bluetooth when bluetoothd has a powered adapter, plus Wi-Fi Direct upgrades
         /// when a radio can do them.

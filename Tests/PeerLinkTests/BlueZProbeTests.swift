@@ -26,6 +26,21 @@ final class BlueZProbeTests: XCTestCase {
         }
     }
 
+    /// A bluetoothd that owns its name but never answers (stopped, or stuck) is named as such,
+    /// not as libdbus's paragraph about possible causes.
+    func testBluetoothdThatDoesNotAnswerIsAClearError() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let silent = try DBusConnection(address: bus.address)  // never reads its socket
+        let owned = try silent.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+                                    [.string("org.bluez"), .uint32(4)])
+        XCTAssertEqual(owned.first, .uint32(1), "the silent connection is org.bluez's primary owner")
+        XCTAssertThrowsError(try BlueZObjects.adapters(try DBusConnection(address: bus.address), timeoutMillis: 300)) { e in
+            XCTAssertEqual(e as? BlueZError, .noAnswer)
+            XCTAssertTrue("\(e)".hasPrefix("bluetoothd is running but did not answer in time"), "\(e)")
+        }
+    }
+
     func testCallsRoundTripValuesThroughTheBus() throws {
         let bus = try PrivateBus()
         defer { bus.stop() }

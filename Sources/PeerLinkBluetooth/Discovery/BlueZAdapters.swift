@@ -10,6 +10,8 @@ public enum BlueZError: Error, Equatable, Sendable, CustomStringConvertible {
     case daemonNotRunning
     /// The requested adapter (or, for nil, any adapter) does not exist.
     case noAdapter(String?)
+    /// bluetoothd owns its bus name but did not answer a call within the call's time limit.
+    case noAnswer
     /// A BlueZ call failed.
     case call(String)
 
@@ -19,6 +21,7 @@ public enum BlueZError: Error, Equatable, Sendable, CustomStringConvertible {
         case .daemonNotRunning: return "bluetoothd is not running (nothing owns org.bluez on the system bus); start it with `systemctl start bluetooth` or `bluetoothd -n`"
         case let .noAdapter(name?): return "Bluetooth adapter \(name) is not known to bluetoothd"
         case .noAdapter(nil): return "bluetoothd reports no Bluetooth adapter"
+        case .noAnswer: return "bluetoothd is running but did not answer in time (busy or stuck: `systemctl status bluetooth`, `journalctl -u bluetooth`)"
         case let .call(why): return "BlueZ call failed: \(why)"
         }
     }
@@ -27,6 +30,7 @@ public enum BlueZError: Error, Equatable, Sendable, CustomStringConvertible {
         switch f {
         case let .busUnavailable(why): self = .busUnavailable(why)
         case _ where f.isServiceUnknown: self = .daemonNotRunning
+        case .call(name: "org.freedesktop.DBus.Error.NoReply", _), .call(name: "org.freedesktop.DBus.Error.Timeout", _): self = .noAnswer
         default: self = .call(f.description)
         }
     }

@@ -259,6 +259,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
                            [.objectPath(objectPath), .emptyArray(elementSignature: "{sv}")], timeoutMillis: 10000)
         } catch let f as DBusFailure {
             if case .busUnavailable = f { throw BlueZError(f) }
+            if BlueZError(f) == .noAnswer { throw BlueZError.noAnswer }
             // Still registered from before (bluetoothd kept it across a power cycle): fine.
             if case let .call(name, _) = f, name == "org.bluez.Error.AlreadyExists" {
                 lock.withLock { registration = (adapterPath, owner) }
