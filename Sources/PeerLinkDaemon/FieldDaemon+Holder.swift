@@ -84,7 +84,7 @@ extension FieldDaemon {
             let digest: [UInt8]
             do {
                 let (size, sha) = try await FileDigest.sha256(ofFileAt: path)
-                guard size == item.size else { throw PeerLinkError.file("\(path) changed size since it was queued (\(item.size) → \(size) bytes)") }
+                guard size == item.size else { throw PeerLinkError.file(FileFailure(path: path, .changedSize(from: item.size, to: size, during: .queued))) }
                 digest = sha
             } catch {
                 log.error("item cannot be sent", metadata: ["item": "\(item.id)", "file": "\(path)", "error": "\(error)"])

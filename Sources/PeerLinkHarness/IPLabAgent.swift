@@ -98,8 +98,8 @@ public final class IPLabAgent: @unchecked Sendable {
                     self.send(.mark(.init(at: clock.now, kind: "carrier", text: "\(role.rawValue) → link \(link): \(reason)")))
                 case let .linkChanged(_, link, medium, up, reason):
                     self.send(.mark(.init(at: clock.now, kind: "link", text: "link \(link) (\(medium.rawValue)) \(up ? "up" : "down"): \(reason)")))
-                case let .linkAttemptFailed(_, endpoint, reason, retryIn):
-                    self.send(.mark(.init(at: clock.now, kind: "attempt", text: "\(endpoint) failed: \(reason); retry in \(retryIn) s")))
+                case let .linkAttemptFailed(_, endpoint, failure, retryIn):
+                    self.send(.mark(.init(at: clock.now, kind: "attempt", text: "\(endpoint) failed: \(failure.explanation); retry in \(retryIn) s")))
                 default: break
                 }
             }

@@ -81,9 +81,9 @@ func printCommon(_ e: Session.Event, names: NameBook, out: Output, showMessages:
     case let .carrierChanged(peer, link, role, reason):
         out.emit("\(role.rawValue) traffic to \(names.name(peer)) now on link \(link): \(reason)",
                  ["event": "carrier", "peer": peer.description, "link": link, "role": role.rawValue, "reason": reason])
-    case let .linkAttemptFailed(peer, endpoint, reason, retryIn):
-        out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(reason) (retry in \(Int(retryIn)) s)",
-                 ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": reason, "retryIn": retryIn])
+    case let .linkAttemptFailed(peer, endpoint, failure, retryIn):
+        out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(failure.explanation) (retry in \(Int(retryIn)) s)",
+                 ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": failure.explanation, "retryIn": retryIn])
     case let .linkUpgrade(peer, u):
         let text = u.step == .unavailable ? "\(u.medium) with \(names.name(peer)): \(u.detail)"
             : "\(u.medium) with \(names.name(peer)): \(u.step.rawValue) after \(u.sinceLastStep) ms (\(u.sinceProposal) ms since the proposal)"

@@ -130,7 +130,7 @@ final class SmallDisk {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         guard path.withCString({ mount("tmpfs", $0, "tmpfs", 0, "size=\(megabytes)m") }) == 0 else {
             let why = String(cString: strerror(errno))
-            if ProcessInfo.processInfo.environment["CI"] == "true" { throw PeerLinkError.file("cannot mount a tmpfs: \(why)") }
+            if ProcessInfo.processInfo.environment["CI"] == "true" { throw PeerLinkError.file(FileFailure(path: path, .failed(.create, message: "mount a tmpfs: \(why)"))) }
             throw XCTSkip("cannot mount a \(megabytes) MiB tmpfs here (\(why)); run as root")
         }
     }

@@ -35,9 +35,10 @@ final class DeviceResolutionTests: XCTestCase {
         do {
             _ = try await a.resolve([endpoint], expectingPrefix: wrong, timeout: 5)
             XCTFail("a device whose ID does not match the advert must not resolve")
-        } catch let PeerLinkError.unresolved(hex, reasons) {
+        } catch let PeerLinkError.unresolved(hex, failures) {
             XCTAssertEqual(hex.count, 12)
-            XCTAssertTrue(reasons.joined().contains("does not start with the advertised bytes"), "\(reasons)")
+            XCTAssertEqual(failures.map(\.reason), [.wrongPrefix(b.peerID)], "\(failures)")
+            XCTAssertTrue(failures.description.contains("does not start with the advertised bytes"), "\(failures)")
         }
 
         // Nothing reached beta's application: beta has decided about both connections (one
@@ -79,10 +80,10 @@ final class DeviceResolutionTests: XCTestCase {
                                      TransportEndpoint(medium: .rfcomm, host: "00:11:22:33:44:55", port: 3)],
                                     expectingPrefix: [1, 2, 3, 4, 5, 6], timeout: 2)
             XCTFail("nothing to resolve")
-        } catch let PeerLinkError.unresolved(hex, reasons) {
+        } catch let PeerLinkError.unresolved(hex, failures) {
             XCTAssertEqual(hex, "010203040506")
-            XCTAssertEqual(reasons.count, 2, "\(reasons)")
-            XCTAssertTrue(reasons[1].contains("no rfcomm transport"), "\(reasons)")
+            XCTAssertEqual(failures.map(\.reason), [.refused, .noTransport(.rfcomm)], "\(failures)")
+            XCTAssertTrue(failures[1].description.contains("no rfcomm transport"), "\(failures)")
         }
     }
 }

@@ -42,9 +42,12 @@ final class HappyEyeballsTests: XCTestCase {
         do {
             try await b.invite(info, to: sb, timeout: .seconds(5))
             XCTFail("nobody listens")
-        } catch let PeerLinkError.unreachable(_, reasons) {
-            XCTAssertEqual(reasons.count, 2, "\(reasons)")
-            XCTAssertTrue(reasons.allSatisfy { $0.contains("Connection refused") }, "\(reasons)")
+        } catch let PeerLinkError.unreachable(_, failures) {
+            // Each attempt is reported with its endpoint and a reason to switch on; its text
+            // keeps the transport's own words.
+            XCTAssertEqual(Set(failures.compactMap(\.endpoint)), Set(info.endpoints), "\(failures)")
+            XCTAssertEqual(failures.map(\.reason), [.refused, .refused], "\(failures)")
+            XCTAssertTrue(failures.allSatisfy { $0.description.contains("Connection refused") }, "\(failures)")
         }
     }
 }

@@ -93,11 +93,14 @@ final class NodeServiceTests: XCTestCase {
     }
 }
 
+/// A helper below found no value.
+private struct NoValue: Error, CustomStringConvertible { let description: String }
+
 /// The first element of `stream` within `seconds`.
 func first<T: Sendable>(_ stream: AsyncStream<T>, within seconds: Double) async throws -> T {
     try await valueWithin(seconds) {
         for await v in stream { return v }
-        throw PeerLinkError.resourceFailed("the stream ended without a value")
+        throw NoValue(description: "the stream ended without a value")
     }
 }
 
@@ -107,7 +110,7 @@ func valueWithin<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () 
         g.addTask { try await body() }
         g.addTask { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)); return nil }
         defer { g.cancelAll() }
-        guard let v = try await g.next(), let value = v else { throw PeerLinkError.resourceFailed("nothing within \(seconds) s") }
+        guard let v = try await g.next(), let value = v else { throw NoValue(description: "nothing within \(seconds) s") }
         return value
     }
 }

@@ -16,7 +16,7 @@ final class ResourceDiskSpaceTests: XCTestCase {
             guard rc == 0 else {
                 let why = String(cString: strerror(errno))
                 try? FileManager.default.removeItem(atPath: path)
-                if ProcessInfo.processInfo.environment["CI"] == "true" { throw PeerLinkError.file("cannot mount a tmpfs: \(why)") }
+                if ProcessInfo.processInfo.environment["CI"] == "true" { throw PeerLinkError.file(FileFailure(path: path, .failed(.create, message: "mount a tmpfs: \(why)"))) }
                 throw XCTSkip("cannot mount a 16 MiB tmpfs here (\(why)); run as root")
             }
         }

@@ -176,8 +176,9 @@ final class SessionEndToEndTests: XCTestCase {
             try await b.invite(info, to: Session(node: b), timeout: .seconds(3))
             XCTFail("must not connect to a key that is not the dialled peer's")
         } catch let e as PeerLinkError {
-            guard case let .unreachable(_, reasons) = e else { return XCTFail("\(e)") }
-            XCTAssertTrue(reasons.joined().contains("not the expected peer"), "\(reasons)")
+            guard case let .unreachable(_, failures) = e else { return XCTFail("\(e)") }
+            XCTAssertEqual(failures.map(\.reason), [.wrongPeer(idA.peerID)], "\(failures)")
+            XCTAssertTrue(e.description.contains("not the expected peer"), "\(e)")
         }
     }
 }

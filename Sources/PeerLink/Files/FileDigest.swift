@@ -35,7 +35,7 @@ package enum FileDigest {
     /// Hashes on the calling thread (a thread of its own). Fails if the file changed size.
     static func hash(path: String, size: UInt64, progress: (@Sendable (UInt64, UInt64) -> Void)?) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw PeerLinkError.file("cannot open \(path) for reading: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PeerLinkError.file(FileFailure(path: path, .system(.open, errno: errno))) }
         defer { close(fd) }
         var hasher = SHA256()
         var done: UInt64 = 0
@@ -46,7 +46,7 @@ package enum FileDigest {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(errno)))")
+                throw PeerLinkError.file(FileFailure(path: path, .system(.read, errno: errno)))
             }
             if n == 0 { break }
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
@@ -54,7 +54,7 @@ package enum FileDigest {
             Hooks.afterChunk()
             if done - lastReport >= 64 << 20 { lastReport = done; progress?(done, size) }
         }
-        guard done == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(done) bytes)") }
+        guard done == size else { throw PeerLinkError.file(FileFailure(path: path, .changedSize(from: size, to: done, during: .reading))) }
         Hooks.counted()
         progress?(done, size)
         return Array(hasher.finalize())
@@ -101,8 +101,8 @@ struct FileIdentity: Hashable, Sendable {
 
     init(path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(errno)))") }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw PeerLinkError.file("\(path) is not a regular file") }
+        guard stat(path, &st) == 0 else { throw PeerLinkError.file(FileFailure(path: path, .system(.read, errno: errno))) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw PeerLinkError.file(FileFailure(path: path, .notRegularFile)) }
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
         size = UInt64(st.st_size)

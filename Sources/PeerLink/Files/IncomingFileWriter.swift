@@ -13,7 +13,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// Why writing stopped; the part file keeps what was written, for a resume.
     enum Failure: Error, Sendable {
         case diskFull(held: UInt64)
-        case failed(held: UInt64, reason: String)
+        case failed(held: UInt64, FileFailure)
     }
 
     let partPath: String
@@ -30,7 +30,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// Opens (creating) the part file. A part file longer than `size` is emptied first.
     init(partPath: String, size: UInt64) throws {
         let fd = open(partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PeerLinkError.file("cannot write \(partPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PeerLinkError.file(FileFailure(path: partPath, .system(.write, errno: errno))) }
         var end = UInt64(max(0, lseek(fd, 0, SEEK_END)))
         if end > size {
             _ = ftruncate(fd, 0)
@@ -60,7 +60,7 @@ final class IncomingFileWriter: @unchecked Sendable {
                 let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
                 if n < 0, errno == EINTR { continue }
                 guard n > 0 else {
-                    failure = .failed(held: held, reason: "cannot read back \(partPath): \(n < 0 ? String(cString: strerror(errno)) : "it shrank")")
+                    failure = .failed(held: held, FileFailure(path: partPath, n < 0 ? .system(.readBack, errno: errno) : .changedSize(from: resumedFrom, to: done, during: .reading)))
                     return
                 }
                 buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
@@ -95,7 +95,7 @@ final class IncomingFileWriter: @unchecked Sendable {
                         held += UInt64(offset)
                         let f: Failure = e == ENOSPC || e == EDQUOT
                             ? .diskFull(held: held)
-                            : .failed(held: held, reason: "cannot write \(partPath): \(String(cString: strerror(e)))")
+                            : .failed(held: held, FileFailure(path: partPath, .system(.write, errno: e)))
                         failure = f
                         completion(.failure(f))
                         return
@@ -116,19 +116,19 @@ final class IncomingFileWriter: @unchecked Sendable {
         Runtime.post(on: queue) { [self] in
             if let failure {
                 if case let .failed(_, reason) = failure { completion(.failure(.file(reason))) } else {
-                    completion(.failure(.file("the disk is full")))
+                    completion(.failure(.file(FileFailure(path: partPath, .diskFull))))
                 }
                 return
             }
             guard held == size else {
-                completion(.failure(.resourceFailed("ended after \(held) of \(size) bytes")))
+                completion(.failure(.resourceFailed(.incomplete(received: held, size: size))))
                 return
             }
             Glibc.close(fd)
             fd = -1
             guard Array(hasher.finalize()) == sha256 else {
                 try? FileManager.default.removeItem(atPath: partPath)
-                completion(.failure(.resourceFailed("SHA-256 mismatch: the received bytes differ from the sender's file; discarded")))
+                completion(.failure(.resourceFailed(.digestMismatch(name: name, direction: .receiving))))
                 return
             }
             let dest = SafeFileName.unique(in: directory, name: name)
@@ -136,7 +136,7 @@ final class IncomingFileWriter: @unchecked Sendable {
                 try FileManager.default.moveItem(atPath: partPath, toPath: dest)
                 completion(.success(dest))
             } catch {
-                completion(.failure(.file("cannot move the verified file to \(dest): \(error.localizedDescription)")))
+                completion(.failure(.file(FileFailure(path: dest, .failed(.move, message: error.localizedDescription)))))
             }
         }
     }
@@ -147,7 +147,7 @@ final class IncomingFileWriter: @unchecked Sendable {
         Runtime.post(on: queue) { [self] in
             if fd >= 0 { Glibc.close(fd) }
             fd = -1
-            failure = .failed(held: held, reason: "refused")
+            failure = .failed(held: held, FileFailure(path: partPath, .closed))
             if held == 0 { try? FileManager.default.removeItem(atPath: partPath) }
         }
     }
@@ -157,7 +157,7 @@ final class IncomingFileWriter: @unchecked Sendable {
         Runtime.post(on: queue) { [self] in
             if fd >= 0 { Glibc.close(fd) }
             fd = -1
-            if failure == nil { failure = .failed(held: held, reason: "closed") }
+            if failure == nil { failure = .failed(held: held, FileFailure(path: partPath, .closed)) }
         }
     }
 }

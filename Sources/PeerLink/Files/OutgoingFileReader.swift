@@ -12,7 +12,7 @@ final class OutgoingFileReader: @unchecked Sendable {
 
     init(path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw PeerLinkError.file("cannot open \(path) for reading: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PeerLinkError.file(FileFailure(path: path, .system(.open, errno: errno))) }
         self.fd = fd
         self.path = path
     }
@@ -39,7 +39,7 @@ final class OutgoingFileReader: @unchecked Sendable {
                 }
                 initialized = got
             }
-            if failure != 0 { throw PeerLinkError.file("cannot read \(path): \(String(cString: strerror(failure)))") }
+            if failure != 0 { throw PeerLinkError.file(FileFailure(path: path, .system(.read, errno: failure))) }
             return out
         }
     }

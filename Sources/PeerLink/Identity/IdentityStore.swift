@@ -34,34 +34,34 @@ public struct IdentityStore: Sendable {
         if fm.fileExists(atPath: keyPath) {
             var st = stat()
             if stat(keyPath, &st) == 0, st.st_mode & 0o077 != 0 {
-                throw PeerLinkError.file("\(keyPath) is readable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run: chmod 600 \(keyPath)")
+                throw PeerLinkError.file(FileFailure(path: keyPath, .readableByOthers(mode: UInt32(st.st_mode & 0o777))))
             }
             guard let text = try? String(contentsOfFile: keyPath, encoding: .utf8),
                   let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                throw PeerLinkError.file("\(keyPath) is not a PeerLink key file (expected one line of base64)")
+                throw PeerLinkError.file(FileFailure(path: keyPath, .invalidContent("is not a PeerLink key file (expected one line of base64)")))
             }
             do {
                 return (try Identity(privateKeyBytes: [UInt8](raw)), false)
             } catch {
-                throw PeerLinkError.file("\(keyPath): \(error)")
+                throw PeerLinkError.file(FileFailure(path: keyPath, .invalidContent("does not hold a usable key: \(error)")))
             }
         }
         do {
             try fm.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw PeerLinkError.file("cannot create \(directory): \(error.localizedDescription)")
+            throw PeerLinkError.file(FileFailure(path: directory, .failed(.create, message: error.localizedDescription)))
         }
         let identity = Identity()
         let text = Data(identity.privateKeyBytes).base64EncodedString() + "\n"
         let tmp = keyPath + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw PeerLinkError.file("cannot write \(tmp): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PeerLinkError.file(FileFailure(path: tmp, .system(.write, errno: errno))) }
         let bytes = Array(text.utf8)
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         fsync(fd)
         close(fd)
         guard n == bytes.count, rename(tmp, keyPath) == 0 else {
-            throw PeerLinkError.file("cannot write \(keyPath): \(String(cString: strerror(errno)))")
+            throw PeerLinkError.file(FileFailure(path: keyPath, .system(.write, errno: errno)))
         }
         return (identity, true)
     }

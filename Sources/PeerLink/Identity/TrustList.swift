@@ -153,7 +153,7 @@ extension IdentityStore {
         let trustPath = path
         let tmp = trustPath + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw PeerLinkError.file("cannot write \(tmp): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PeerLinkError.file(FileFailure(path: tmp, .system(.write, errno: errno))) }
         let bytes = Array(text.utf8)
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
@@ -161,7 +161,7 @@ extension IdentityStore {
         guard n == bytes.count, synced, rename(tmp, trustPath) == 0 else {
             let e = errno
             unlink(tmp)
-            throw PeerLinkError.file("cannot write \(trustPath): \(String(cString: strerror(e)))")
+            throw PeerLinkError.file(FileFailure(path: trustPath, .system(.write, errno: e)))
         }
         let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir >= 0 { _ = fsync(dir); close(dir) }

@@ -9,7 +9,7 @@ import Synchronization
 enum DialRace {
     /// The winning link and its endpoint, or nil with every attempt's failure.
     static func first(_ endpoints: [TransportEndpoint], stagger: Double = 0.25,
-                      dial: @escaping @Sendable (TransportEndpoint) async throws -> SecureLink) async -> (winner: (SecureLink, TransportEndpoint)?, failures: [String]) {
+                      dial: @escaping @Sendable (TransportEndpoint) async throws -> SecureLink) async -> (winner: (SecureLink, TransportEndpoint)?, failures: [DialFailure]) {
         let race = Race()
         let winner = await withCheckedContinuation { (c: CheckedContinuation<(SecureLink, TransportEndpoint)?, Never>) in
             race.set(c)
@@ -21,7 +21,7 @@ enum DialRace {
                             let link = try await dial(ep)
                             if !race.won(link, ep) { link.close() }
                         } catch {
-                            race.failed("\(ep): \(error)")
+                            race.failed(DialFailure(endpoint: ep, error: error))
                         }
                     }
                     await race.pause(stagger)
@@ -41,14 +41,14 @@ enum DialRace {
             var started = 0
             var failed = 0
             var everyoneStarted = false
-            var reasons: [String] = []
+            var reasons: [DialFailure] = []
             /// The wait between two starts (`pause`), ended early when nothing is in flight.
             var pausing: CheckedContinuation<Void, Never>?
         }
         private let state = Mutex(State())
 
         func set(_ c: Winner) { state.withLock { $0.continuation = c } }
-        var failures: [String] { state.withLock { $0.reasons } }
+        var failures: [DialFailure] { state.withLock { $0.reasons } }
 
         /// Waits `seconds`, or less: until every attempt in flight failed or one won.
         func pause(_ seconds: Double) async {
@@ -84,7 +84,7 @@ enum DialRace {
             return c != nil
         }
 
-        func failed(_ why: String) {
+        func failed(_ why: DialFailure) {
             let (c, idle) = state.withLock { s -> (Winner?, Bool) in
                 s.reasons.append(why)
                 s.failed += 1

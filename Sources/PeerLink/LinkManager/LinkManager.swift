@@ -147,7 +147,7 @@ actor LinkManager {
             upkeep.linked(path.key, await session.attach(link, initiator: true))
         } catch {
             let wait = Double(upkeep.dialFailed(path.key, now: Runtime.milliseconds())) / 1000
-            session.emit(.linkAttemptFailed(peer, endpoint: path.endpoint, reason: "\(error)", retryIn: wait))
+            session.emit(.linkAttemptFailed(peer, endpoint: path.endpoint, failure: DialFailure(endpoint: path.endpoint, error: error), retryIn: wait))
         }
     }
 }

@@ -7,13 +7,13 @@ extension Node {
     /// advert, PROTOCOL §14.3): connects to the first endpoint that answers, runs the handshake
     /// expecting `prefix`, reads the peer's display name and discovery info from its hello,
     /// and leaves with a CLOSE. Throws `PeerLinkError.unresolved` with every endpoint's
-    /// reason when none works (wrong prefix included: `LinkError.unexpectedPeerPrefix`).
+    /// failure when none works (a wrong prefix is `DialFailure.Reason.wrongPrefix`).
     public func resolve(_ endpoints: [TransportEndpoint], expectingPrefix prefix: [UInt8],
                         timeout: Double = 10) async throws -> PeerInfo {
-        var reasons: [String] = []
+        var failures: [DialFailure] = []
         for endpoint in endpoints {
             guard let transport = transports.first(where: { $0.medium == endpoint.medium }) else {
-                reasons.append("\(endpoint): this node has no \(endpoint.medium.rawValue) transport")
+                failures.append(DialFailure(endpoint: endpoint, reason: .noTransport(endpoint.medium)))
                 continue
             }
             do {
@@ -28,10 +28,10 @@ extension Node {
                 link.close()
                 return peer
             } catch {
-                reasons.append("\(endpoint): \(error)")
+                failures.append(DialFailure(endpoint: endpoint, error: error))
             }
         }
-        if reasons.isEmpty { reasons.append("no endpoint to try") }
-        throw PeerLinkError.unresolved(prefix: prefix.map { String(format: "%02x", $0) }.joined(), reasons: reasons)
+        if failures.isEmpty { failures.append(DialFailure(endpoint: nil, reason: .noUsableEndpoint)) }
+        throw PeerLinkError.unresolved(prefix: prefix.map { String(format: "%02x", $0) }.joined(), failures: failures)
     }
 }

@@ -275,13 +275,13 @@ public actor Node {
         let alreadyConnected = session.registry.channel(for: peer.peerID) != nil
         if !alreadyConnected { dialling[peer.peerID] = session }
         defer { if dialling[peer.peerID] === session { dialling[peer.peerID] = nil } }
-        var reasons: [String] = []
+        var failures: [DialFailure] = []
         // Happy eyeballs: paths in the policy's order, each next one 250 ms later (or at once
         // when the ones in flight failed); the first authenticated link is invited.
         var remaining = paths.map(\.endpoint)
         while !remaining.isEmpty {
             let race = await DialRace.first(remaining) { [self] ep in try await self.dial(ep, expecting: peer.peerID, timeout: timeout) }
-            reasons += race.failures
+            failures += race.failures
             guard let (link, endpoint) = race.winner else { break }
             remaining.removeAll { $0 == endpoint }
             let connected = session.registry.channel(for: peer.peerID) != nil
@@ -315,14 +315,14 @@ public actor Node {
                 throw PeerLinkError.invitationTimedOut(peer.peerID, after: limit)
             }
         }
-        if reasons.isEmpty { reasons.append("no endpoint on a medium this node has (or the policy allows)") }
-        throw PeerLinkError.unreachable(peer.peerID, reasons: reasons)
+        if failures.isEmpty { failures.append(DialFailure(endpoint: nil, reason: .noUsableEndpoint)) }
+        throw PeerLinkError.unreachable(peer.peerID, failures: failures)
     }
 
     /// Connects to `endpoint` and runs the handshake, checking the peer's identity.
     func dial(_ endpoint: TransportEndpoint, expecting peer: PeerID, timeout: Double, using given: Transport? = nil) async throws -> SecureLink {
         guard let transport = given ?? transports.first(where: { $0.medium == endpoint.medium }) else {
-            throw TransportError.unsupported("this node has no \(endpoint.medium.rawValue) transport")
+            throw DialFailure(endpoint: endpoint, reason: .noTransport(endpoint.medium))
         }
         openDatagramSocket()
         let conn = try await transport.connect(to: endpoint, timeout: min(timeout, 10))

@@ -320,7 +320,7 @@ package actor PeerChannel {
             upgrade.bulkActivity(now: Runtime.milliseconds())
         case let .streamClosed(id, status):
             if let s = incomingStreams.removeValue(forKey: id) {
-                s.buffer.finish(status == .finished ? nil : .resourceFailed("stream cancelled by the sender"))
+                s.buffer.finish(status == .finished ? nil : .resourceFailed(.cancelledBySender))
             } else {
                 refused.insert(id)  // our outgoing stream or resource, cancelled by the receiver
             }
@@ -424,8 +424,8 @@ package actor PeerChannel {
         var offset = 0
         while offset < bytes.count {
             guard !ended else { throw PeerLinkError.notConnected(peer) }
-            if refused.contains(id) { throw PeerLinkError.resourceFailed("the receiver cancelled the stream") }
-            guard let credit = core.credit(of: id) else { throw PeerLinkError.resourceFailed("stream \(id) is closed") }
+            if refused.contains(id) { throw PeerLinkError.resourceFailed(.cancelledByReceiver(name: nil)) }
+            guard let credit = core.credit(of: id) else { throw PeerLinkError.resourceFailed(.streamClosed(id: id)) }
             if credit == 0 || core.bulkBacklogBytes > core.config.sendWindow {
                 await waitForChange()
                 continue

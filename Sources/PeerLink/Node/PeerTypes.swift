@@ -42,21 +42,21 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
     case invitationDeclined(PeerID)
     /// The peer did not answer the invitation within the time given (`after`).
     case invitationTimedOut(PeerID, after: Duration)
-    /// No link to the peer could be set up; `reasons` holds why each attempt failed, or that it has
-    /// no endpoint this node can use.
-    case unreachable(PeerID, reasons: [String])
-    /// A device advertising a peer-ID prefix (hex) could not be asked who it is.
-    case unresolved(prefix: String, reasons: [String])
+    /// No link to the peer could be set up; `failures` holds why each attempt failed, or one
+    /// `DialFailure.Reason.noUsableEndpoint` when the peer has no endpoint this node can use.
+    case unreachable(PeerID, failures: [DialFailure])
+    /// A device advertising a peer-ID prefix (hex) could not be asked who it is; `failures`
+    /// holds why each endpoint failed.
+    case unresolved(prefix: String, failures: [DialFailure])
     /// The receiver declined the resource with this name without accepting it.
     case resourceDeclined(String)
-    /// A resource or stream failed; the text says why (cancelled by the receiver, SHA-256
-    /// mismatch, a reserved stream name).
-    case resourceFailed(String)
+    /// A resource or stream failed: cancelled by either side, a SHA-256 mismatch, a reserved
+    /// stream name…
+    case resourceFailed(ResourceFailure)
     /// The receiver refused or stopped the resource `name`, and said why (disk full, …).
     case resourceRefused(name: String, reason: ResourceError)
-    /// A file of the identity store (the key, the trust list) could not be read or written; the
-    /// text names the file and says why.
-    case file(String)
+    /// A file (the key, the trust list, a file sent or received) could not be read or written.
+    case file(FileFailure)
     /// More than `limit` invitations were waiting for an answer, so this one was declined.
     case tooManyPendingInvitations(limit: Int)
 
@@ -65,12 +65,12 @@ public enum PeerLinkError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .notConnected(p): return "peer \(p.short) is not connected"
         case let .invitationDeclined(p): return "peer \(p.short) declined the invitation"
         case let .invitationTimedOut(p, d): return "peer \(p.short) did not answer the invitation within \(d.secondsText) s"
-        case let .unreachable(p, reasons): return "could not reach peer \(p.short): " + reasons.joined(separator: "; ")
-        case let .unresolved(prefix, reasons): return "could not learn who device \(prefix)… is: " + reasons.joined(separator: "; ")
+        case let .unreachable(p, failures): return "could not reach peer \(p.short): " + failures.map(\.description).joined(separator: "; ")
+        case let .unresolved(prefix, failures): return "could not learn who device \(prefix)… is: " + failures.map(\.description).joined(separator: "; ")
         case let .resourceDeclined(n): return "the receiver declined '\(n)'"
         case let .resourceFailed(why): return "transfer failed: \(why)"
         case let .resourceRefused(_, reason): return "\(reason)"
-        case let .file(why): return why
+        case let .file(failure): return failure.description
         case let .tooManyPendingInvitations(limit): return "more than \(limit) invitations are pending; declined"
         }
     }

@@ -30,9 +30,9 @@ public final class Session: Sendable {
         case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: String)
         /// A keepalive measured a link's round trip.
         case roundTrip(PeerID, link: LinkID, millis: UInt64)
-        /// The link manager could not add a link on one of the peer's paths; it tries again
-        /// after `retryIn` seconds.
-        case linkAttemptFailed(PeerID, endpoint: TransportEndpoint, reason: String, retryIn: Double)
+        /// The link manager could not add a link on one of the peer's paths (`failure` says
+        /// why); it tries again after `retryIn` seconds.
+        case linkAttemptFailed(PeerID, endpoint: TransportEndpoint, failure: DialFailure, retryIn: Double)
         /// A step of negotiating a set-up medium (Wi-Fi Direct) with the peer: proposed,
         /// accepted, group formed, link up, refused, failed, torn down; with durations and why.
         case linkUpgrade(PeerID, UpgradeEvent)
@@ -195,7 +195,7 @@ public final class Session: Sendable {
     /// PeerLink's own services and are refused.
     public func openStream(name: String, to peer: PeerID) async throws -> OutgoingStream {
         guard !NodeServices.isReserved(name) else {
-            throw PeerLinkError.resourceFailed("stream names starting with '\(NodeServices.reservedPrefix)' are PeerLink's own; choose another")
+            throw PeerLinkError.resourceFailed(.reservedStreamName(prefix: NodeServices.reservedPrefix))
         }
         return try await openServiceStream(name: name, to: peer)
     }

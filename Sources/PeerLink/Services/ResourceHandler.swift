@@ -115,7 +115,7 @@ final class ResourceHandler: PeerProtocolHandler {
                                            resumedFrom: 0, stage: .hashing))
                 Task { await channel?.bulkContinues() }
             }
-            guard hashedSize == size else { throw PeerLinkError.file("\(path) changed size while being read (\(size) → \(hashedSize) bytes)") }
+            guard hashedSize == size else { throw PeerLinkError.file(FileFailure(path: path, .changedSize(from: size, to: hashedSize, during: .reading))) }
             sha = digest
         }
         let reader = try OutgoingFileReader(path: path)
@@ -154,12 +154,14 @@ final class ResourceHandler: PeerProtocolHandler {
                 if let hasher, hasher.isBehind { try await hasher.catchUp() }
                 chunk = try await reader.read(at: offset, count: count)
                 used = 0
-                guard !chunk.isEmpty else { throw PeerLinkError.file("\(path) shrank while being sent") }
+                guard !chunk.isEmpty else { throw PeerLinkError.file(FileFailure(path: path, .changedSize(from: size, to: offset, during: .sending))) }
                 hasher?.update(chunk)
             case let .skim(offset, count):
                 // A resumed keyed resource: the receiver holds these bytes, the digest covers them.
                 let bytes = try await reader.read(at: offset, count: count)
-                guard bytes.count == count else { throw PeerLinkError.file("\(path) shrank while being sent") }
+                guard bytes.count == count else {
+                    throw PeerLinkError.file(FileFailure(path: path, .changedSize(from: size, to: offset + UInt64(bytes.count), during: .sending)))
+                }
                 hasher?.update(bytes)
                 outgoing[id]?.skimmed(count)
                 channel.upgrade.bulkActivity(now: Runtime.milliseconds())  // not an idle link meanwhile
@@ -168,9 +170,9 @@ final class ResourceHandler: PeerProtocolHandler {
                                                resumedFrom: r.start, stage: .hashing))
                 }
             case .sendDigest:
-                guard let hasher else { throw PeerLinkError.resourceFailed("'\(name)' has no digest to send") }
+                guard let hasher else { throw PeerLinkError.resourceFailed(.noDigest(name: name)) }
                 let (hashed, digest) = try await hasher.finish()
-                guard hashed == size else { throw PeerLinkError.file("\(path) changed size while being sent (\(size) → \(hashed) bytes)") }
+                guard hashed == size else { throw PeerLinkError.file(FileFailure(path: path, .changedSize(from: size, to: hashed, during: .sending))) }
                 sha = digest
                 guard outgoing[id]?.phase == .sending else { continue }  // refused while hashing: the loop's top says how
                 do {
@@ -202,11 +204,11 @@ final class ResourceHandler: PeerProtocolHandler {
                 case .finished(ok: false):
                     let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.sent, total: size, resumedFrom: r.start)
                     channel.session.emit(.resourceFinished(done, path: path, error: "the receiver's SHA-256 check failed"))
-                    throw PeerLinkError.resourceFailed("the receiver's SHA-256 check of '\(name)' failed")
+                    throw PeerLinkError.resourceFailed(.digestMismatch(name: name, direction: .sending))
                 case let .refused(reason?):
                     throw PeerLinkError.resourceRefused(name: name, reason: reason)
                 default:
-                    throw r.wasAccepted ? PeerLinkError.resourceFailed("the receiver cancelled '\(name)'") : PeerLinkError.resourceDeclined(name)
+                    throw r.wasAccepted ? PeerLinkError.resourceFailed(.cancelledByReceiver(name: name)) : PeerLinkError.resourceDeclined(name)
                 }
             }
         }
@@ -267,14 +269,14 @@ final class ResourceHandler: PeerProtocolHandler {
     /// Accepts an offer into `directory`, refusing it (and telling the sender why) when the
     /// bytes still to come do not fit in the free space less `keepFree`.
     func accept(_ offer: ResourceOffer, directory: String, keepFree: UInt64, in channel: isolated PeerChannel) throws {
-        guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed("no pending offer '\(offer.name)'") }
+        guard offers[offer.stream] != nil else { throw PeerLinkError.resourceFailed(.noPendingOffer(name: offer.name)) }
         let fm = FileManager.default
         let partPath = Self.partialPath(in: directory, for: offer)
         let partDir = (partPath as NSString).deletingLastPathComponent
         do {
             try fm.createDirectory(atPath: partDir, withIntermediateDirectories: true)
         } catch {
-            throw PeerLinkError.file("cannot create \(partDir): \(error.localizedDescription)")
+            throw PeerLinkError.file(FileFailure(path: partDir, .failed(.create, message: error.localizedDescription)))
         }
         let writer = try IncomingFileWriter(partPath: partPath, size: offer.size)
         let device = DiskSpace.device(of: partDir)
@@ -368,7 +370,7 @@ final class ResourceHandler: PeerProtocolHandler {
         case let .failure(.failed(held, reason)):
             receiving[id]?.account.stopped(holding: held)
             failResource(id, "\(reason); the partial file is kept to resume",
-                         telling: f.account.failure(diskFull: false, held: held, reason: reason), in: channel)
+                         telling: f.account.failure(diskFull: false, held: held, reason: reason.description), in: channel)
         }
         channel.process()
     }

@@ -141,7 +141,7 @@ final class BluetoothBrowseRun: @unchecked Sendable {
             } catch {
                 guard !Task.isCancelled else { return }
                 let reason: String
-                if case let PeerLinkError.unresolved(_, reasons) = error { reason = reasons.joined(separator: "; ") } else { reason = "\(error)" }
+                if case let PeerLinkError.unresolved(_, failures) = error { reason = failures.map(\.description).joined(separator: "; ") } else { reason = "\(error)" }
                 self?.apply { $0.failed(address: s.address, generation: generation, reason: reason) }
             }
         }

@@ -1,0 +1,144 @@
+import Foundation
+import PeerLinkCore
+import TestKit
+import XCTest
+@testable import PeerLink
+
+/// What a caller switches on when something fails: why a dial failed, why a resource failed,
+/// which file could not be used and why; and the text a user reads, unchanged.
+final class FailureReasonTests: XCTestCase {
+    /// A TCP port on loopback that nobody listens on.
+    private func closedPort() throws -> UInt16 {
+        let listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { $0.close() }
+        let port = listener.port
+        listener.close()
+        return port
+    }
+
+    func testDiallingATCPPortNobodyListensOnIsRefused() async throws {
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [TCPTransport(bindHost: "127.0.0.1")])
+        let ghost = Identity().peerID
+        let endpoint = TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: try closedPort())
+        do {
+            try await b.invite(PeerInfo(peerID: ghost, displayName: "ghost", info: [:], endpoints: [endpoint]),
+                               to: Session(node: b), timeout: .seconds(5))
+            XCTFail("nobody listens")
+        } catch let PeerLinkError.unreachable(peer, failures) {
+            XCTAssertEqual(peer, ghost)
+            XCTAssertEqual(failures.map(\.endpoint), [endpoint])
+            XCTAssertEqual(failures.map(\.reason), [.refused])
+            guard case let .transport(.system(_, errno))? = failures.first?.cause else { return XCTFail("\(failures)") }
+            XCTAssertEqual(errno, ECONNREFUSED)
+            XCTAssertEqual(PeerLinkError.unreachable(peer, failures: failures).description,
+                           "could not reach peer \(ghost.short): \(endpoint): connect to \(endpoint) failed: Connection refused (errno \(ECONNREFUSED))")
+        }
+    }
+
+    func testAPeerWithNoEndpointThisNodeCanUseSaysSo() async throws {
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [TCPTransport(bindHost: "127.0.0.1")])
+        let ghost = Identity().peerID
+        let info = PeerInfo(peerID: ghost, displayName: "ghost", info: [:],
+                            endpoints: [TransportEndpoint(medium: .memory, host: "elsewhere", port: 0)])
+        do {
+            try await b.invite(info, to: Session(node: b), timeout: .seconds(5))
+            XCTFail("no usable endpoint")
+        } catch let e as PeerLinkError {
+            XCTAssertEqual(e, .unreachable(ghost, failures: [DialFailure(endpoint: nil, reason: .noUsableEndpoint)]))
+            XCTAssertEqual(e.description, "could not reach peer \(ghost.short): no endpoint on a medium this node has (or the policy allows)")
+        }
+    }
+
+    func testTransportAndLinkErrorsAreClassified() throws {
+        let ep = TransportEndpoint(medium: .tcp, host: "192.0.2.1", port: 7)
+        let other = Identity().peerID
+        let cases: [(any Error, DialFailure.Reason)] = [
+            (TransportError.system(operation: "connect", errno: ECONNREFUSED), .refused),
+            (TransportError.system(operation: "connect", errno: EHOSTUNREACH), .noRoute),
+            (TransportError.system(operation: "connect", errno: ENETUNREACH), .noRoute),
+            (TransportError.system(operation: "connect", errno: EACCES), .transport),
+            (TransportError.pathGone("wlan0 went down"), .noRoute),
+            (TransportError.timedOut(operation: "connect", seconds: 10), .timedOut),
+            (LinkError.timedOut("secure handshake with x"), .timedOut),
+            (LinkError.handshakeFailed("bad prologue"), .handshakeFailed),
+            (LinkError.unexpectedPeer(expected: Identity().peerID, actual: other), .wrongPeer(other)),
+            (LinkError.unexpectedPeerPrefix(expected: [1, 2], actual: other), .wrongPrefix(other)),
+            (LinkError.closedByRemote, .closedByRemote),
+            (PeerLinkError.invitationDeclined(other), .declined),
+            (CancellationError(), .other),
+        ]
+        for (error, reason) in cases {
+            let failure = DialFailure(endpoint: ep, error: error)
+            XCTAssertEqual(failure.reason, reason, "\(error)")
+            // The text is the endpoint and the error's own words, as before.
+            XCTAssertEqual(failure.description, "\(ep): \(error)")
+        }
+        // A failure raised as such keeps its reason and gains the endpoint.
+        let given = DialFailure(endpoint: ep, error: DialFailure(endpoint: nil, reason: .noTransport(.memory)))
+        XCTAssertEqual(given, DialFailure(endpoint: ep, reason: .noTransport(.memory)))
+        XCTAssertEqual(given.description, "\(ep): this node has no memory transport")
+    }
+
+    func testAResourceWhoseDigestDoesNotMatchFailsOnBothSides() async throws {
+        let net = MemoryNetwork()
+        let p = try await connectedPair(transportA: MemoryTransport(network: net, address: "node-a"),
+                                        transportB: MemoryTransport(network: net, address: "node-b"),
+                                        discovery: MemoryDiscovery(addressOf: { _ in "node-a" }))
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-reasons-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let src = dir + "/notes.txt"
+        try Data(repeating: 7, count: 40_000).write(to: URL(fileURLWithPath: src))
+        // The sender believes the file has another SHA-256 (as after a change its size and
+        // time did not show): the receiver's check must catch it.
+        FileDigest.cache.remember([UInt8](repeating: 0xAB, count: 32), for: try FileIdentity(path: src))
+        let received = Task { () -> String? in
+            for await e in p.sa.events {
+                switch e {
+                case let .resourceOffered(o): try? await p.sa.accept(o, into: dir + "/inbox")
+                case let .resourceFinished(_, _, error): return error
+                default: break
+                }
+            }
+            return nil
+        }
+        do {
+            try await within(30, "the send") { try await p.sb.sendResource(at: src, to: p.a.peerID) }
+            XCTFail("a file whose digest does not match must not be accepted")
+        } catch let PeerLinkError.resourceFailed(failure) {
+            XCTAssertEqual(failure, .digestMismatch(name: "notes.txt", direction: .sending))
+            XCTAssertEqual("\(PeerLinkError.resourceFailed(failure))", "transfer failed: the receiver's SHA-256 check of 'notes.txt' failed")
+        }
+        let error = try await within(10, "the receiver's outcome") { await received.value }
+        XCTAssertEqual(error, "\(PeerLinkError.resourceFailed(.digestMismatch(name: "notes.txt", direction: .receiving)))")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/inbox/notes.txt"), "nothing kept under the final name")
+    }
+
+    func testAReservedStreamNameIsRefused() async throws {
+        let net = MemoryNetwork()
+        let p = try await connectedPair(transportA: MemoryTransport(network: net, address: "node-a"),
+                                        transportB: MemoryTransport(network: net, address: "node-b"),
+                                        discovery: MemoryDiscovery(addressOf: { _ in "node-a" }))
+        do {
+            _ = try await p.sb.openStream(name: "peerlink/mine", to: p.a.peerID)
+            XCTFail("a reserved name must be refused")
+        } catch let PeerLinkError.resourceFailed(failure) {
+            XCTAssertEqual(failure, .reservedStreamName(prefix: "peerlink/"))
+            XCTAssertEqual(failure.description, "stream names starting with 'peerlink/' are PeerLink's own; choose another")
+        }
+    }
+
+    func testAKeyOtherUsersCanReadIsRefusedWithItsMode() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-key-\(UUID())").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let store = IdentityStore(directory: dir)
+        _ = try store.loadOrCreate()
+        XCTAssertEqual(chmod(store.keyPath, 0o644), 0)
+        do {
+            _ = try store.loadOrCreate()
+            XCTFail("a key others can read must be refused")
+        } catch let PeerLinkError.file(failure) {
+            XCTAssertEqual(failure, FileFailure(path: store.keyPath, .readableByOthers(mode: 0o644)))
+            XCTAssertEqual(failure.description, "\(store.keyPath) is readable by other users (mode 644); run: chmod 600 \(store.keyPath)")
+        }
+    }
+}
