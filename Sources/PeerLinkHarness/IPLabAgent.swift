@@ -99,7 +99,7 @@ public final class IPLabAgent: @unchecked Sendable {
                 case let .linkChanged(_, link, medium, up, reason):
                     self.send(.mark(.init(at: clock.now, kind: "link", text: "link \(link) (\(medium.rawValue)) \(up ? "up" : "down"): \(reason)")))
                 case let .linkAttemptFailed(_, endpoint, failure, retryIn):
-                    self.send(.mark(.init(at: clock.now, kind: "attempt", text: "\(endpoint) failed: \(failure.explanation); retry in \(retryIn) s")))
+                    self.send(.mark(.init(at: clock.now, kind: "attempt", text: "\(endpoint) failed: \(failure.explanation); retry in \(retryIn.inSeconds) s")))
                 default: break
                 }
             }
@@ -174,7 +174,7 @@ struct EmulatedBluetoothTransport: Transport {
         try ip.listen(port: port) { onConnection(RFCOMMLabelled($0)) }
     }
 
-    func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+    func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection {
         RFCOMMLabelled(try await ip.connect(to: TransportEndpoint(medium: .tcp, host: endpoint.host, port: endpoint.port), timeout: timeout))
     }
 }

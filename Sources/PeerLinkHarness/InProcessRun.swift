@@ -105,7 +105,7 @@ struct InProcessRun {
                     log.add(clock.now, "carrier", "\(role.rawValue) → link \(link): \(reason)")
                 }
                 if case let .linkUpgrade(_, u) = e {
-                    log.add(clock.now, "upgrade", "\(u.medium) \(u.step.rawValue) (+\(u.sinceLastStep) ms)" + (u.detail.isEmpty ? "" : ": \(u.detail)"))
+                    log.add(clock.now, "upgrade", "\(u.medium) \(u.step.rawValue) (+\(u.sinceLastStep.wholeMilliseconds) ms)" + (u.detail.isEmpty ? "" : ": \(u.detail)"))
                 }
             }
         }

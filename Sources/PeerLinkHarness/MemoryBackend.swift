@@ -90,7 +90,7 @@ struct MemoryRunNetwork: RunNetwork {
     static func medium(_ l: Scenario.LinkSpec) -> Medium { l.kind == .bluetooth ? .rfcomm : .tcp }
 
     static func conditions(_ l: Scenario.LinkSpec, loss: Double? = nil, seed: Int, lossSeed: UInt64) -> MemoryLinkConditions {
-        MemoryLinkConditions(bandwidth: l.bandwidth, delay: Double(l.delay) / 1000, loss: loss ?? l.loss,
+        MemoryLinkConditions(bandwidth: l.bandwidth, delay: .milliseconds(l.delay), loss: loss ?? l.loss,
                              seed: lossSeed ^ UInt64(seed + 1))
     }
 

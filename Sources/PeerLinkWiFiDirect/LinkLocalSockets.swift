@@ -30,8 +30,8 @@ public enum LinkLocalSockets {
     /// A connected TCP socket to `address` (a peer's link-local address, no zone needed) on
     /// `port`, through `interface`, dialled on a thread of its own. The caller owns the
     /// descriptor.
-    public static func connect(to address: String, port: UInt16, interface: String, timeout: Double = 10) async throws -> Int32 {
-        try await BlockingCall.run("pl.dial.wifi") { try connectBlocking(to: address, port: port, interface: interface, timeout: timeout) }
+    public static func connect(to address: String, port: UInt16, interface: String, timeout: Duration = .seconds(10)) async throws -> Int32 {
+        try await BlockingCall.run("pl.dial.wifi") { try connectBlocking(to: address, port: port, interface: interface, timeout: timeout.inSeconds) }
     }
 
     static func connectBlocking(to address: String, port: UInt16, interface: String, timeout: Double) throws -> Int32 {
@@ -53,7 +53,7 @@ public enum LinkLocalSockets {
                 let n = poll(&pfd, 1, Int32(max(0, deadline.timeIntervalSinceNow * 1000)))
                 if n < 0, errno == EINTR { continue }
                 if n < 0 { throw TransportError.system(operation: what, errno: errno) }
-                if n == 0 { throw TransportError.timedOut(operation: what, seconds: timeout) }
+                if n == 0 { throw TransportError.timedOut(operation: what, after: .seconds(timeout)) }
                 break
             }
             var err: Int32 = 0
@@ -114,8 +114,8 @@ public final class LinkLocalListener: @unchecked Sendable {
 
     /// The next connection (its descriptor, owned by the caller) and the peer's address,
     /// waited for on a thread of its own; throws once the listener is closed.
-    public func accept(timeout: Double = 30) async throws -> (fd: Int32, peer: String) {
-        try await BlockingCall.run("pl.accept.wifi") { try self.acceptBlocking(timeout: timeout) }
+    public func accept(timeout: Duration = .seconds(30)) async throws -> (fd: Int32, peer: String) {
+        try await BlockingCall.run("pl.accept.wifi") { try self.acceptBlocking(timeout: timeout.inSeconds) }
     }
 
     func acceptBlocking(timeout: Double) throws -> (fd: Int32, peer: String) {
@@ -138,7 +138,7 @@ public final class LinkLocalListener: @unchecked Sendable {
             let n = poll(&pfd, 1, Int32(max(0, deadline.timeIntervalSinceNow * 1000)))
             if n < 0, errno == EINTR { continue }
             if n < 0 { throw TransportError.system(operation: "accept on \(interface)", errno: errno) }
-            if n == 0 { throw TransportError.timedOut(operation: "accept on \(interface)", seconds: timeout) }
+            if n == 0 { throw TransportError.timedOut(operation: "accept on \(interface)", after: .seconds(timeout)) }
             break
         }
         if lock.withLock({ closed }) { throw TransportError.closed }

@@ -89,7 +89,7 @@ extension WiFiDirect {
     static func groupStarted(_ verdict: WiFiSetupWatch.Verdict?, step: WiFiStep, budget: StepBudget) throws -> WPAGroupSignal {
         switch verdict {
         case let .groupStarted(g)?: return g
-        case nil: throw WiFiError.timedOut(step: step.rawValue, seconds: budget.limitSeconds)
+        case nil: throw WiFiError.timedOut(step: step.rawValue, after: budget.limit)
         case .failed(.supplicantStopped)?: throw WiFiError.supplicantNotRunning
         case let .failed(why)?: throw WiFiError.setupFailed(step: step.rawValue, why)
         case .completed?: throw WiFiError.malformedReply("the radio's network completed instead of a P2P group starting")
@@ -173,7 +173,7 @@ extension WiFiDirect {
             case .completed?: break
             case nil:
                 let state = (try? bus.interfaceInfo(radioPath).state.rawValue) ?? "unknown"
-                throw WiFiError.timedOut(step: "\(WiFiStep.connect.rawValue) (state \(state))", seconds: budget.limitSeconds)
+                throw WiFiError.timedOut(step: "\(WiFiStep.connect.rawValue) (state \(state))", after: budget.limit)
             case .failed(.supplicantStopped)?: throw WiFiError.supplicantNotRunning
             case let .failed(why)?: throw WiFiError.setupFailed(step: WiFiStep.connect.rawValue, why)
             case .groupStarted?: throw WiFiError.malformedReply("a P2P group started instead of the network")

@@ -205,7 +205,7 @@ public final class WiFiDirect: @unchecked Sendable {
             if let a = found { return a }
             if ContinuousClock.now >= budget.deadline {
                 throw WiFiError.timedOut(step: "\(WiFiStep.linkLocal.rawValue) on \(interface) (\(IPv6LinkLocal.status(of: interface, in: text)))",
-                                         seconds: budget.limitSeconds)
+                                         after: budget.limit)
             }
             usleep(20_000)
         }

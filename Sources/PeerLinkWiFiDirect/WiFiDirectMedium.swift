@@ -58,7 +58,7 @@ public struct WiFiDirectTransport: Transport {
         }
     }
 
-    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+    public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection {
         let parts = endpoint.host.split(separator: "%", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[1].isEmpty else {
             throw TransportError.badAddress("\(endpoint.host): a Wi-Fi Direct endpoint names its group interface as the zone (fe80::1%p2p-wlan0-0)")

@@ -21,8 +21,8 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidArgument(String)
     /// wpa_supplicant answered with something PeerLink cannot read.
     case malformedReply(String)
-    /// A step did not finish in time (the step, the limit in seconds).
-    case timedOut(step: String, seconds: Double)
+    /// A step did not finish in time (the step, the limit).
+    case timedOut(step: String, after: Duration)
     /// wpa_supplicant reported a failure (the step and its words).
     case failed(step: String, why: String)
     /// wpa_supplicant said the set-up failed, before its timeout (the step and why).
@@ -50,8 +50,8 @@ public enum WiFiError: Error, Equatable, Sendable, CustomStringConvertible {
             return "invalid argument: \(why)"
         case let .malformedReply(what):
             return "unexpected reply from wpa_supplicant: \(what)"
-        case let .timedOut(step, seconds):
-            return "Wi-Fi step '\(step)' did not finish within \(seconds) s"
+        case let .timedOut(step, limit):
+            return "Wi-Fi step '\(step)' did not finish within \(limit.inSeconds) s"
         case let .failed(step, why):
             return "Wi-Fi step '\(step)' failed: \(why)"
         case let .setupFailed(step, why):

@@ -101,7 +101,7 @@ enum ConnectDelayBench {
         let relay = try relay(to: listener.port, delay: delay)
         defer { relay.close() }
         let start = DispatchTime.now().uptimeNanoseconds
-        let conn = try await TCPTransport().connect(to: endpoint(relay.port), timeout: 5)
+        let conn = try await TCPTransport().connect(to: endpoint(relay.port), timeout: .seconds(5))
         conn.enqueue([1])
         for _ in 0..<(legs / 2) {
             guard try await conn.receive() != nil else { throw TransportError.closed }
@@ -132,7 +132,7 @@ enum ConnectDelayBench {
         let relay = try relay(to: listener.port, delay: delay)
         defer { relay.close() }
         let start = DispatchTime.now().uptimeNanoseconds
-        let conn = try await TCPTransport().connect(to: endpoint(relay.port), timeout: 5)
+        let conn = try await TCPTransport().connect(to: endpoint(relay.port), timeout: .seconds(5))
         let link = try await SecureLink.establish(over: conn, initiator: true, identity: Identity(), hello: hello, expecting: server.peerID)
         link.send(.unreliable(payload: [1]))
         let end = await arrived.wait()

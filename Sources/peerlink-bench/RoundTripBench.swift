@@ -111,7 +111,7 @@ enum RoundTripBench {
         init(size: Int) async throws {
             let accepted = AcceptedConnection()
             listener = try TCPTransport(bindHost: "127.0.0.1").listen(port: 0) { accepted.set($0) }
-            let dialled = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: 5)
+            let dialled = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: .seconds(5))
             guard let client = dialled as? FDConnection, let server = await accepted.wait() as? FDConnection else { throw TransportError.closed }
             (self.client, self.server, self.size) = (client, server, size)
             c = RoundTripBench.noDelay(blockingDescriptor(client))

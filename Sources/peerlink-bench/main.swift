@@ -54,7 +54,7 @@ func rawTCPSeconds(bytes: Int, write: @escaping (Int32) throws -> Void) async th
         }.start()
     }
     defer { listener.close() }
-    let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: 5)
+    let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: listener.port), timeout: .seconds(5))
     guard let c = conn as? FDConnection else { return 0 }
     return try await seconds {
         try write(blockingDescriptor(c))
@@ -153,11 +153,11 @@ func handshakes(n: Int) async throws -> (raw: Double, noise: Double) {
     let me = Identity()
     let hello = Hello(displayName: "bench", sessionToken: [UInt8](repeating: 1, count: 16))
     let raw = try await seconds {
-        for _ in 0..<n { try await TCPTransport().connect(to: endpoint, timeout: 5).close() }
+        for _ in 0..<n { try await TCPTransport().connect(to: endpoint, timeout: .seconds(5)).close() }
     }
     let noise = try await seconds {
         for _ in 0..<n {
-            let c = try await TCPTransport().connect(to: endpoint, timeout: 5)
+            let c = try await TCPTransport().connect(to: endpoint, timeout: .seconds(5))
             try await SecureLink.establish(over: c, initiator: true, identity: me, hello: hello, expecting: a.peerID).close()
         }
     }
@@ -205,7 +205,7 @@ func idleSessions(peers: Int) async throws {
     try await Task.sleep(for: .seconds(seconds))
     let cpu = processCPUSeconds() - cpu0
     print(String(format: "idle      CPU over %.0f s with %d sessions (%d session ends): %.3f s = %.2f %% of a core (keepalive every %d ms)",
-                 seconds, peers, 2 * peers, cpu, 100 * cpu / seconds, Int(SessionConfig().keepaliveInterval)))
+                 seconds, peers, 2 * peers, cpu, 100 * cpu / seconds, Int(SessionConfig().keepaliveInterval.wholeMilliseconds)))
     for s in sessions { await s.disconnect() }
 }
 

@@ -31,7 +31,7 @@ final class LinkUpgradeTests: XCTestCase {
         let answer = b.takeActions()
         let heard = answer.compactMap { if case let .event(e) = $0 { return e }; return nil }.first
         XCTAssertEqual(heard?.step, .receivedProposal)
-        XCTAssertEqual(heard?.sinceLastStep, 0, "the first step of the receiving side")
+        XCTAssertEqual(heard?.sinceLastStep, .zero, "the first step of the receiving side")
         XCTAssertEqual(sent(answer).map(\.step), [.accept])
         XCTAssertEqual(b.phase, .awaitingHost)
         XCTAssertTrue(answer.contains(.prepare(id: propose[0].id, medium: "wifi-direct")), "the joiner gets ready while the host forms")
@@ -45,8 +45,8 @@ final class LinkUpgradeTests: XCTestCase {
         let join = b.takeActions()
         let readyEvent = join.compactMap { if case let .event(e) = $0 { return e }; return nil }.first
         XCTAssertEqual(readyEvent?.step, .ready)
-        XCTAssertEqual(readyEvent?.sinceLastStep, 1000, "waiting for the host took from the acceptance (10 ms) to 1010 ms")
-        XCTAssertEqual(readyEvent?.sinceProposal, 1000)
+        XCTAssertEqual(readyEvent?.sinceLastStep, .seconds(1), "waiting for the host took from the acceptance (10 ms) to 1010 ms")
+        XCTAssertEqual(readyEvent?.sinceProposal, .seconds(1))
         XCTAssertTrue(join.contains(.join(id: propose[0].id, medium: "wifi-direct", parameters: [.init("ssid", string: "DIRECT-xy")])))
         b.linkUp(propose[0].id, now: 2000)
         a.linkUp(propose[0].id, now: 2000)
@@ -125,7 +125,7 @@ final class LinkUpgradeTests: XCTestCase {
         XCTAssertEqual(e.first?.detail, "not proposed for sending 'a.bin' (1.0 MiB): wlan0 is driven by another wpa_supplicant")
         XCTAssertEqual(e.first?.medium, "wifi-direct")
         XCTAssertEqual(e.first?.id, 0)
-        XCTAssertEqual(e.first?.sinceProposal, 0, "no negotiation to time")
+        XCTAssertEqual(e.first?.sinceProposal, .zero, "no negotiation to time")
         XCTAssertEqual(a.phase, .idle)
         XCTAssertFalse(a.propose("wifi-direct", reason: "sending 'b.bin'", now: 10))
         XCTAssertTrue(a.takeActions().isEmpty, "said once")

@@ -47,7 +47,7 @@ final class SessionCopyTests: XCTestCase {
         // never "recovered", and it is dropped at the keepalive bound; link 2 then carries
         // the messages and gets no copies of itself.
         XCTAssertFalse(p.eventsA.contains(.linkRecovered(1)), "no suspect/recover flapping from the copy link's acks")
-        p.advance(by: p.a.config.deadAfter, step: 50)
+        p.advance(by: p.a.config.deadAfterMillis, step: 50)
         XCTAssertTrue(p.eventsA.contains(.linkDead(1)))
         XCTAssertEqual(p.a.carrier(of: .main), 2)
         XCTAssertNil(p.a.copyLink)
@@ -61,7 +61,7 @@ final class SessionCopyTests: XCTestCase {
     func testWithoutCopiesTheSameCutDelaysMessages() throws {
         let p = pair(copies: false)
         let worst = try streamAcrossSilentCut(p)
-        XCTAssertGreaterThanOrEqual(worst, p.a.config.suspectAfter)
+        XCTAssertGreaterThanOrEqual(worst, p.a.config.suspectAfterMillis)
         XCTAssertFalse(p.sentByA.contains { if case .reliable = $0.frame { return $0.link == 2 && $0.at < 500 }; return false },
                        "no copies on link 2 before the cut")
     }

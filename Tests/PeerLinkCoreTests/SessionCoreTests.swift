@@ -433,8 +433,8 @@ final class SessionCoreTests: XCTestCase {
 
     func testKeepalivePingsEveryIntervalAndNoDeathWhilePongsArrive() {
         var c = SessionConfig()
-        c.keepaliveInterval = 1000
-        c.deadAfter = 3000
+        c.keepaliveInterval = .milliseconds(1000)
+        c.deadAfter = .milliseconds(3000)
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.advance(by: 10_000)
@@ -449,8 +449,8 @@ final class SessionCoreTests: XCTestCase {
     func testOnlyOneSideTicking() {
         // B never ticks, it only answers: A still sees pongs and keeps the link.
         var c = SessionConfig()
-        c.keepaliveInterval = 500
-        c.deadAfter = 1500
+        c.keepaliveInterval = .milliseconds(500)
+        c.deadAfter = .milliseconds(1500)
         var a = SessionCore(role: .initiator, config: c)
         var b = SessionCore(role: .responder, config: c)
         a.linkUp(1, now: 0); b.linkUp(1, now: 0)
@@ -468,9 +468,9 @@ final class SessionCoreTests: XCTestCase {
 
     func testSilentLinkIsDeclaredDead() throws {
         var c = SessionConfig()
-        c.keepaliveInterval = 1000
-        c.deadAfter = 3000
-        c.suspectAfter = 400
+        c.keepaliveInterval = .milliseconds(1000)
+        c.deadAfter = .milliseconds(3000)
+        c.suspectAfter = .milliseconds(400)
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)
@@ -623,7 +623,7 @@ final class SessionCoreRegressionTests: XCTestCase {
     }
 
     func testSlowPongStillMeasured() {
-        var c = SessionConfig(); c.keepaliveInterval = 100; c.deadAfter = 10_000
+        var c = SessionConfig(); c.keepaliveInterval = .milliseconds(100); c.deadAfter = .milliseconds(10_000)
         var a = SessionCore(role: .initiator, config: c)
         a.linkUp(1, now: 0)
         var rtts: [UInt64] = []

@@ -129,6 +129,6 @@ final class SessionDeadlineTests: XCTestCase {
         XCTAssertTrue(r.eventsA.contains { if case .linkSuspected(2, _) = $0 { return true }; return false }, "the silent link was not suspected")
         let deadAt = r.eventsA.firstIndex { if case .linkDead(2) = $0 { return true }; return false }
         XCTAssertNotNil(deadAt, "the silent link was never declared dead")
-        XCTAssertGreaterThan(r.now, cutAt + r.a.config.deadAfter)
+        XCTAssertGreaterThan(r.now, cutAt + r.a.config.deadAfterMillis)
     }
 }

@@ -13,7 +13,7 @@ final class SessionLaneTests: XCTestCase {
     func splitPair() throws -> (SessionPair, UInt32) {
         var c = SessionConfig()
         c.streamWindow = 1 << 20
-        c.suspectAfter = 400
+        c.suspectAfter = .milliseconds(400)
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)
@@ -120,9 +120,9 @@ final class SessionLaneTests: XCTestCase {
 
     func testSuspicionWaitsLongerOnSlowJitteryLinks() throws {
         var c = SessionConfig()
-        c.keepaliveInterval = 200
-        c.suspectAfter = 100
-        c.deadAfter = 30_000
+        c.keepaliveInterval = .milliseconds(200)
+        c.suspectAfter = .milliseconds(100)
+        c.deadAfter = .milliseconds(30_000)
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)
@@ -268,7 +268,7 @@ final class SessionLaneTests: XCTestCase {
 
     func testNoSuspicionWithoutAnotherLinkOrWithoutDataInFlight() throws {
         var c = SessionConfig()
-        c.keepaliveInterval = 1000
+        c.keepaliveInterval = .milliseconds(1000)
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.cut = [1]
@@ -285,8 +285,8 @@ final class SessionLaneTests: XCTestCase {
 
     func testUnansweredProbesCountAsLoss() throws {
         var c = SessionConfig()
-        c.keepaliveInterval = 200
-        c.deadAfter = 10_000
+        c.keepaliveInterval = .milliseconds(200)
+        c.deadAfter = .milliseconds(10_000)
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)

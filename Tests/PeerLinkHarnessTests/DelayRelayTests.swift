@@ -80,7 +80,7 @@ final class DelayRelayTests: XCTestCase {
         let relay = try DelayRelay(host: "127.0.0.1", listenPort: 0, targetPort: server.port, delayMilliseconds: 0, bytesPerSecond: 400_000)
         defer { relay.close() }
         let conn = try await TCPTransport(bindHost: "127.0.0.1")
-            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: 5)
+            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: .seconds(5))
         defer { conn.close() }
         let start = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<5 { conn.enqueue([UInt8](repeating: 7, count: 40_000)) }
@@ -113,7 +113,7 @@ final class DelayRelayTests: XCTestCase {
         let relay = try DelayRelay(host: "127.0.0.1", listenPort: 0, targetPort: echo.port, delayMilliseconds: 40)
         defer { relay.close() }
         let conn = try await TCPTransport(bindHost: "127.0.0.1")
-            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: 5)
+            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: .seconds(5))
         defer { conn.close() }
 
         let big = (0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
@@ -140,7 +140,7 @@ final class DelayRelayTests: XCTestCase {
         let relay = try DelayRelay(host: "127.0.0.1", listenPort: 0, targetPort: server.port, delayMilliseconds: 5)
         defer { relay.close() }
         let conn = try await TCPTransport(bindHost: "127.0.0.1")
-            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: 5)
+            .connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: relay.port), timeout: .seconds(5))
         defer { conn.close() }
         let next = try await within(10, "the relay's connection to the server") { () -> MessageConnection? in
             var it = accepted.stream.makeAsyncIterator()

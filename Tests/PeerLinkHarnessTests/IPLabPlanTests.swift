@@ -115,7 +115,7 @@ final class IPLabPlanTests: XCTestCase {
         let accepted = AsyncStream<MessageConnection>.makeStream()
         let listener = try t.listen(port: 0) { accepted.continuation.yield($0) }
         defer { listener.close() }
-        let client = try await t.connect(to: TransportEndpoint(medium: .rfcomm, host: "127.0.0.1", port: listener.port), timeout: 5)
+        let client = try await t.connect(to: TransportEndpoint(medium: .rfcomm, host: "127.0.0.1", port: listener.port), timeout: .seconds(5))
         defer { client.close() }
         let next = try await within(10, "the listener accepting") { () -> MessageConnection? in
             var it = accepted.stream.makeAsyncIterator()

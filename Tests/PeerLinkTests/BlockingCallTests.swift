@@ -57,7 +57,7 @@ final class BlockingCallTests: XCTestCase {
         for _ in 0..<n {
             Task.detached {
                 do {
-                    let c = try await TCPTransport().connect(to: target, timeout: 120)
+                    let c = try await TCPTransport().connect(to: target, timeout: .seconds(120))
                     c.close()
                     dials.add(true)
                 } catch {

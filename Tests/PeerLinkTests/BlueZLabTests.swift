@@ -39,7 +39,7 @@ final class BlueZLabTests: XCTestCase {
         }
 
         let events = AsyncStream<BlueZBrowser.Event>.makeStream()
-        let browser = BlueZBrowser(service: service, adapter: "hci0", pollInterval: 0.3) { e in
+        let browser = BlueZBrowser(service: service, adapter: "hci0", pollInterval: .milliseconds(300)) { e in
             print("[bluez-lab] \(e)")
             events.continuation.yield(e)
         }
@@ -113,7 +113,7 @@ final class BlueZLabTests: XCTestCase {
         XCTAssertEqual(activeInstances(), before + 1, "one more advertising instance on hci1")
 
         let events = Log<BlueZBrowser.Event>()
-        let browser = BlueZBrowser(service: service, adapter: "hci0", pollInterval: 0.3) { e in
+        let browser = BlueZBrowser(service: service, adapter: "hci0", pollInterval: .milliseconds(300)) { e in
             say("browser: \(e)")
             events.append(e)
         }
@@ -159,7 +159,7 @@ final class BlueZLabTests: XCTestCase {
         ok = next("found again after power on", within: 20, seen)
         if !ok {
             // Distinguish "hci1 does not advertise" from "hci0's discovery session stalled".
-            let fresh = BlueZBrowser(service: service, adapter: "hci0", pollInterval: 0.3) { e in
+            let fresh = BlueZBrowser(service: service, adapter: "hci0", pollInterval: .milliseconds(300)) { e in
                 say("fresh browser: \(e)")
                 events.append(e)
             }

@@ -73,14 +73,14 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
     func test8BluetoothdRestartWhileAdvertisingAndBrowsing() async throws {
         let rx = try controller(7), tx = try controller(6)
         let service = try ServiceType("bt-restart")
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [L2CAPTransport(adapterAddress: rx)], handshakeTimeout: 20)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [L2CAPTransport(adapterAddress: rx)], handshakeTimeout: .seconds(20))
         let sa = Session(node: a)
         let adv = Advertiser(node: a, service: service, discoveries: [BlueZDiscovery(node: a, adapter: "hci7")])
         let accepter = Task { for await inv in adv.invitations { inv.accept(into: sa) } }
         let noticesA = Task { for await n in adv.notices { labLog("A notice: \(n)") } }
         defer { accepter.cancel(); noticesA.cancel() }
         try await adv.start()
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [L2CAPTransport(adapterAddress: tx)], handshakeTimeout: 20)
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [L2CAPTransport(adapterAddress: tx)], handshakeTimeout: .seconds(20))
         let sb = Session(node: b)
         let browser = Browser(node: b, service: service, discoveries: [BlueZDiscovery(node: b, adapter: "hci6")])
         let events = BrowserLog()
@@ -180,7 +180,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
     func test11AdapterResetBetweenPollsResumesDiscovery() async throws {
         let name = "hci8"
         let notices = BrowserLog()
-        let browser = BlueZBrowser(service: try ServiceType("bt-reset"), adapter: name, pollInterval: 4) { e in
+        let browser = BlueZBrowser(service: try ServiceType("bt-reset"), adapter: name, pollInterval: .seconds(4)) { e in
             if case let .notice(n) = e { notices.add(.notice(n)) }
         }
         try browser.start()
@@ -300,12 +300,12 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         let t0 = Date()
         func lap(_ what: String) { labLog(String(format: "%@ discovery: %@ after %.2f s", label, what, Date().timeIntervalSince(t0))) }
         var config = SessionConfig()
-        config.keepaliveInterval = 1000
-        config.deadAfter = 5000  // the keepalive bound under test (generous for the emulator)
+        config.keepaliveInterval = .milliseconds(1000)
+        config.deadAfter = .milliseconds(5000)  // the keepalive bound under test (generous for the emulator)
         let service = try ServiceType("bt-\(label.lowercased())")
 
         // A: listens on its adapter only, advertises over Bluetooth only.
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(rx)], handshakeTimeout: 20)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(rx)], handshakeTimeout: .seconds(20))
         let sa = Session(node: a, config: config)
         let adv = Advertiser(node: a, service: service, info: try DiscoveryInfo(["room": "lab"]),
                              discoveries: [BlueZDiscovery(node: a, adapter: "hci\(advertiserIndex)")])
@@ -317,7 +317,7 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
         lap("A advertising")
 
         // B: browses over Bluetooth only.
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [make(tx)], handshakeTimeout: 20)
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [make(tx)], handshakeTimeout: .seconds(20))
         let sb = Session(node: b, config: config)
         let browser = Browser(node: b, service: service, discoveries: [BlueZDiscovery(node: b, adapter: "hci\(browserIndex)")])
         let events = BrowserLog()
@@ -400,11 +400,11 @@ final class BluetoothDiscoveryLabTests: XCTestCase {
             }
             defer { try? labBtmgmt(index: advertiserIndex, ["power", "on"]) }
             try labBtmgmt(index: advertiserIndex, ["power", "off"])
-            let after = try await withTimeout(Double(config.deadAfter) / 1000 + 10) { await notConnected.value } ?? nil
+            let after = try await withTimeout(config.deadAfter.inSeconds + 10) { await notConnected.value } ?? nil
             let seconds = try XCTUnwrap(after, "B never reported A not connected")
             labLog(String(format: "%@ discovery: A's adapter off → not connected after %.2f s (bound %.1f s)",
-                          label, seconds, Double(config.deadAfter) / 1000))
-            XCTAssertLessThanOrEqual(seconds, Double(config.deadAfter) / 1000 + 3, "within the keepalive bound (+3 s for the emulator)")
+                          label, seconds, config.deadAfter.inSeconds))
+            XCTAssertLessThanOrEqual(seconds, config.deadAfter.inSeconds + 3, "within the keepalive bound (+3 s for the emulator)")
             // bluetoothd forgets A's device TemporaryTimeout s after its last advert (PROTOCOL §14.3).
             let forget = BlueZMainConf(text: (try? String(contentsOfFile: "/run/bt-lab/main.conf", encoding: .utf8)) ?? "")
                 .effectiveTemporaryTimeout

@@ -27,7 +27,7 @@ final class BluetoothHostTests: XCTestCase {
             }
             let port: UInt16 = t.medium == .rfcomm ? 1 : ((t as? L2CAPTransport)?.mode == .le ? 0x81 : 0x1001)
             do {
-                _ = try await t.connect(to: TransportEndpoint(medium: t.medium, host: "00:AA:01:01:00:01", port: port), timeout: 2)
+                _ = try await t.connect(to: TransportEndpoint(medium: t.medium, host: "00:AA:01:01:00:01", port: port), timeout: .seconds(2))
                 XCTFail("\(t) connected without Bluetooth")
             } catch let e as TransportError {
                 guard case .unsupported = e else { XCTFail("\(e)"); continue }
@@ -57,7 +57,7 @@ final class BluetoothHostTests: XCTestCase {
             for t in [RFCOMMTransport(), L2CAPTransport()] as [Transport] {
                 let port: UInt16 = t.medium == .rfcomm ? 1 : 0x1001
                 do {
-                    _ = try await t.connect(to: TransportEndpoint(medium: t.medium, host: bad, port: port), timeout: 1)
+                    _ = try await t.connect(to: TransportEndpoint(medium: t.medium, host: bad, port: port), timeout: .seconds(1))
                     XCTFail("connected to \(bad)")
                 } catch let e as TransportError {
                     guard case .badAddress = e else { XCTFail("\(bad): \(e)"); continue }
@@ -76,7 +76,7 @@ final class BluetoothHostTests: XCTestCase {
         for (t, port) in [(RFCOMMTransport() as Transport, UInt16(0)), (RFCOMMTransport(), 31), (L2CAPTransport(), 0x1002),
                           (L2CAPTransport(), 0x1101), (L2CAPTransport(mode: .le), 0x0100)] {
             do {
-                _ = try await t.connect(to: TransportEndpoint(medium: t.medium, host: good, port: port), timeout: 1)
+                _ = try await t.connect(to: TransportEndpoint(medium: t.medium, host: good, port: port), timeout: .seconds(1))
                 XCTFail("connected to port \(port)")
             } catch let e as TransportError {
                 guard case .badAddress = e else { XCTFail("port \(port): \(e)"); continue }
@@ -90,7 +90,7 @@ final class BluetoothHostTests: XCTestCase {
         XCTAssertTrue(L2CAPTransport(mode: .le).isValidPSM(0x0080))
         // A wrong medium in the endpoint is refused before any socket is made.
         do {
-            _ = try await RFCOMMTransport().connect(to: TransportEndpoint(medium: .l2cap, host: good, port: 0x1001), timeout: 1)
+            _ = try await RFCOMMTransport().connect(to: TransportEndpoint(medium: .l2cap, host: good, port: 0x1001), timeout: .seconds(1))
             XCTFail("dialled an L2CAP endpoint over RFCOMM")
         } catch let e as TransportError {
             guard case .badAddress = e else { return XCTFail("\(e)") }
@@ -130,8 +130,8 @@ final class BluetoothLabTests: XCTestCase {
     /// mistaken for a dead link.
     func labConfig(fragmentSize: Int? = nil) -> SessionConfig {
         var c = SessionConfig()
-        c.keepaliveInterval = 2000
-        c.deadAfter = 30000
+        c.keepaliveInterval = .milliseconds(2000)
+        c.deadAfter = .milliseconds(30000)
         if let fragmentSize { c.fragmentSize = fragmentSize }
         return c
     }
@@ -145,8 +145,8 @@ final class BluetoothLabTests: XCTestCase {
         let media: [(Medium, (String) -> Transport)] = [(.l2cap, { L2CAPTransport(adapterAddress: $0) }),
                                                         (.rfcomm, { RFCOMMTransport(adapterAddress: $0) })]
         for (medium, make) in media {
-            let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(hci1)], handshakeTimeout: 20)
-            let b = try Node(identity: Identity(), displayName: "beta", transports: [make(hci0)], handshakeTimeout: 20)
+            let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(hci1)], handshakeTimeout: .seconds(20))
+            let b = try Node(identity: Identity(), displayName: "beta", transports: [make(hci0)], handshakeTimeout: .seconds(20))
             let ports = try await a.start()
             let port = try XCTUnwrap(ports[medium])
             let t0 = Date()
@@ -164,7 +164,7 @@ final class BluetoothLabTests: XCTestCase {
                   make: @escaping (String) -> Transport, config: SessionConfig, beforeRedial: (() -> Void)? = nil,
                   garbage: (MessageConnection) -> Void) async throws {
         let t0 = Date()
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(listenOn)], handshakeTimeout: 20)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [make(listenOn)], handshakeTimeout: .seconds(20))
         let sa = Session(node: a, config: config)
         let adv = Advertiser(node: a, service: try ServiceType("bt-lab"), discovery: MemoryDiscovery())
         try await adv.start()
@@ -176,9 +176,9 @@ final class BluetoothLabTests: XCTestCase {
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:],
                             endpoints: [TransportEndpoint(medium: medium, host: listenOn, port: port)])
 
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [make(dialFrom)], handshakeTimeout: 20)
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [make(dialFrom)], handshakeTimeout: .seconds(20))
         let sb = Session(node: b, config: config)
-        let c = try Node(identity: Identity(), displayName: "gamma", transports: [make(othersFrom ?? dialFrom)], handshakeTimeout: 20)
+        let c = try Node(identity: Identity(), displayName: "gamma", transports: [make(othersFrom ?? dialFrom)], handshakeTimeout: .seconds(20))
         let sc = Session(node: c, config: config)
         do {
             try await scenarioSteps(label, medium: medium, listenOn: listenOn, dialFrom: dialFrom, othersFrom: othersFrom,
@@ -289,7 +289,7 @@ final class BluetoothLabTests: XCTestCase {
         for attempt in 1...3 where rawConnection == nil {
             beforeRedial?()
             do {
-                rawConnection = try await make(others).connect(to: TransportEndpoint(medium: medium, host: listenOn, port: port), timeout: 15)
+                rawConnection = try await make(others).connect(to: TransportEndpoint(medium: medium, host: listenOn, port: port), timeout: .seconds(15))
             } catch where attempt < 3 {
                 log("\(label): raw connect attempt \(attempt) failed: \(error)")
                 try await Task.sleep(nanoseconds: 2_000_000_000)
@@ -359,9 +359,9 @@ final class BluetoothLabTests: XCTestCase {
             throw XCTSkip("needs four controllers (scripts/test-bt.sh boots them)")
         }
         var config = SessionConfig()
-        config.keepaliveInterval = 1000
-        config.deadAfter = 5000  // the bound under test (the emulator is too slow for 3 s to be safe)
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: rx)], handshakeTimeout: 20)
+        config.keepaliveInterval = .milliseconds(1000)
+        config.deadAfter = .milliseconds(5000)  // the bound under test (the emulator is too slow for 3 s to be safe)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: rx)], handshakeTimeout: .seconds(20))
         let sa = Session(node: a, config: config)
         let adv = Advertiser(node: a, service: try ServiceType("bt-lab"), discovery: MemoryDiscovery())
         try await adv.start()
@@ -370,7 +370,7 @@ final class BluetoothLabTests: XCTestCase {
         let ports = try await a.start()
         let port = try XCTUnwrap(ports[.rfcomm])
         let info = PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [TransportEndpoint(medium: .rfcomm, host: rx, port: port)])
-        let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: tx)], handshakeTimeout: 20)
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: tx)], handshakeTimeout: .seconds(20))
         let sb = Session(node: b, config: config)
         defer { try? btmgmt(index: 3, "power", "on"); _ = try? reachable[3]?.ensure() }
 
@@ -388,10 +388,10 @@ final class BluetoothLabTests: XCTestCase {
             return nil
         }
         try btmgmt(index: 3, "power", "off")
-        let after = try await withTimeout(Double(config.deadAfter) / 1000 + 10) { await lost.value } ?? nil
+        let after = try await withTimeout(config.deadAfter.inSeconds + 10) { await lost.value } ?? nil
         let seconds = try XCTUnwrap(after, "B never reported A not connected")
-        log(String(format: "remote power off: peer reported not connected after %.2f s (bound %.1f s)", seconds, Double(config.deadAfter) / 1000))
-        XCTAssertLessThanOrEqual(seconds, Double(config.deadAfter) / 1000 + 3, "within the keepalive bound (+3 s for the emulator)")
+        log(String(format: "remote power off: peer reported not connected after %.2f s (bound %.1f s)", seconds, config.deadAfter.inSeconds))
+        XCTAssertLessThanOrEqual(seconds, config.deadAfter.inSeconds + 3, "within the keepalive bound (+3 s for the emulator)")
         let peers = await sb.connectedPeers()
         XCTAssertEqual(peers, [])
 
@@ -440,7 +440,7 @@ final class BluetoothLabTests: XCTestCase {
             let t0 = Date()
             let conn: MessageConnection
             do {
-                conn = try await RFCOMMTransport(adapterAddress: hci0).connect(to: target, timeout: 20)
+                conn = try await RFCOMMTransport(adapterAddress: hci0).connect(to: target, timeout: .seconds(20))
             } catch {
                 XCTFail("link \(i) of 8 between one pair: \(error)")
                 return
@@ -489,7 +489,7 @@ final class BluetoothLabTests: XCTestCase {
         // Nothing listens on channel 30 / PSM 0x10FF of hci1: refused (or reset), clearly.
         do {
             _ = try await RFCOMMTransport(adapterAddress: hci0).connect(to: TransportEndpoint(medium: .rfcomm, host: hci1, port: 30),
-                                                                          timeout: 20)
+                                                                          timeout: .seconds(20))
             XCTFail("connected to a channel nobody listens on")
         } catch let e as TransportError {
             log("RFCOMM to an unused channel: \(e)")
@@ -536,7 +536,7 @@ final class BluetoothLabTests: XCTestCase {
         let listener = try L2CAPTransport(adapterAddress: hci1).listen(port: 0) { accepted.continuation.yield($0) }
         defer { listener.close() }
         let dialled = try await L2CAPTransport(adapterAddress: hci0)
-            .connect(to: TransportEndpoint(medium: .l2cap, host: hci1, port: listener.port), timeout: 20)
+            .connect(to: TransportEndpoint(medium: .l2cap, host: hci1, port: listener.port), timeout: .seconds(20))
         var it = accepted.stream.makeAsyncIterator()
         let next = await it.next()
         let server = try XCTUnwrap(next)
@@ -611,7 +611,7 @@ func collect(_ session: Session, count: Int, from peer: PeerID? = nil, timeout: 
         }
         return got
     }
-    guard let out else { throw TransportError.timedOut(operation: "waiting for \(count) messages", seconds: timeout) }
+    guard let out else { throw TransportError.timedOut(operation: "waiting for \(count) messages", after: .seconds(timeout)) }
     return out
 }
 

@@ -23,7 +23,7 @@ final class DeviceResolutionTests: XCTestCase {
 
         let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")])
         let prefix = Array(b.peerID.bytes.prefix(BluetoothAdvert.peerIDPrefixCount))
-        let found = try await a.resolve([endpoint], expectingPrefix: prefix, timeout: 5)
+        let found = try await a.resolve([endpoint], expectingPrefix: prefix, timeout: .seconds(5))
         XCTAssertEqual(found.peerID, b.peerID)
         XCTAssertEqual(found.displayName, "beta-pi")
         XCTAssertEqual(found.info, ["room": "lab", "v": "2"])
@@ -33,7 +33,7 @@ final class DeviceResolutionTests: XCTestCase {
         var wrong = prefix
         wrong[0] ^= 0xff
         do {
-            _ = try await a.resolve([endpoint], expectingPrefix: wrong, timeout: 5)
+            _ = try await a.resolve([endpoint], expectingPrefix: wrong, timeout: .seconds(5))
             XCTFail("a device whose ID does not match the advert must not resolve")
         } catch let PeerLinkError.unresolved(hex, failures) {
             XCTAssertEqual(hex.count, 12)
@@ -64,7 +64,7 @@ final class DeviceResolutionTests: XCTestCase {
         let port = try XCTUnwrap(ports[.tcp])
         let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")])
         let found = try await a.resolve([TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port)],
-                                        expectingPrefix: Array(b.peerID.bytes.prefix(6)), timeout: 5)
+                                        expectingPrefix: Array(b.peerID.bytes.prefix(6)), timeout: .seconds(5))
         XCTAssertEqual(found.peerID, b.peerID)
         XCTAssertEqual(found.info, [:])
     }
@@ -78,7 +78,7 @@ final class DeviceResolutionTests: XCTestCase {
         do {
             _ = try await a.resolve([TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port),
                                      TransportEndpoint(medium: .rfcomm, host: "00:11:22:33:44:55", port: 3)],
-                                    expectingPrefix: [1, 2, 3, 4, 5, 6], timeout: 2)
+                                    expectingPrefix: [1, 2, 3, 4, 5, 6], timeout: .seconds(2))
             XCTFail("nothing to resolve")
         } catch let PeerLinkError.unresolved(hex, failures) {
             XCTAssertEqual(hex, "010203040506")

@@ -57,7 +57,7 @@ final class FailureReasonTests: XCTestCase {
             (TransportError.system(operation: "connect", errno: ENETUNREACH), .noRoute),
             (TransportError.system(operation: "connect", errno: EACCES), .transport),
             (TransportError.pathGone("wlan0 went down"), .noRoute),
-            (TransportError.timedOut(operation: "connect", seconds: 10), .timedOut),
+            (TransportError.timedOut(operation: "connect", after: .seconds(10)), .timedOut),
             (LinkError.timedOut("secure handshake with x"), .timedOut),
             (LinkError.handshakeFailed("bad prologue"), .handshakeFailed),
             (LinkError.unexpectedPeer(expected: Identity().peerID, actual: other), .wrongPeer(other)),

@@ -9,7 +9,7 @@ final class HappyEyeballsTests: XCTestCase {
     func testAStalledFirstPathDoesNotHoldUpTheInvitation() async throws {
         let net = MemoryNetwork()
         // Path "a-slow" answers nothing in time: every message takes 30 s to arrive.
-        net.conditions = ["a-slow": MemoryLinkConditions(delay: 30)]
+        net.conditions = ["a-slow": MemoryLinkConditions(delay: .seconds(30))]
         let a = try Node(identity: Identity(), displayName: "alpha", transports: [
             MemoryTransport(network: net, address: "a-slow", emulating: .tcp),
             MemoryTransport(network: net, address: "a-fast", emulating: .rfcomm)])

@@ -75,7 +75,7 @@ final class LinkHandoverTests: XCTestCase {
 
     func testUpgradeToBluetoothAfterTheDwellTime() async throws {
         var policy = LinkPolicy(.bluetoothFirst)
-        policy.dwellMillis = 600
+        policy.dwell = .milliseconds(600)
         let p = try await twoLinkPair(policy: policy, order: [.tcp, .rfcomm])
         let (first, why, _) = await carrier(p.sb)
         XCTAssertEqual(first, .tcp, "a link that just came up does not take over at once")

@@ -42,8 +42,8 @@ final class LinkManagerTests: XCTestCase {
         }
         let a = try node("a"), b = try node("b")
         var config = SessionConfig()
-        config.keepaliveInterval = 200
-        config.deadAfter = 800
+        config.keepaliveInterval = .milliseconds(200)
+        config.deadAfter = .milliseconds(800)
         let sa = Session(node: a, config: config, policy: policy), sb = Session(node: b, config: config, policy: policy)
         let asked = Counter()
         for (n, s) in [(a, sa)] + (advertiseB ? [(b, sb)] : []) {
@@ -138,14 +138,14 @@ final class LinkManagerTests: XCTestCase {
         var info = p.aInfo
         info.endpoints.append(TransportEndpoint(medium: .tcp, host: "nowhere", port: 0))
         try await p.b.invite(info, to: p.sb, timeout: .seconds(5))
-        let failure = try await waitFor(p.sb, timeout: 5) { e -> Double? in
+        let failure = try await waitFor(p.sb, timeout: 5) { e -> Duration? in
             if case let .linkAttemptFailed(_, endpoint, _, retryIn) = e, endpoint.host == "nowhere" { return retryIn }; return nil
         }
-        XCTAssertEqual(failure, 1, "first retry after 1 s")
-        let second = try await waitFor(p.sb, timeout: 5) { e -> Double? in
+        XCTAssertEqual(failure, .seconds(1), "first retry after 1 s")
+        let second = try await waitFor(p.sb, timeout: 5) { e -> Duration? in
             if case let .linkAttemptFailed(_, endpoint, _, retryIn) = e, endpoint.host == "nowhere" { return retryIn }; return nil
         }
-        XCTAssertEqual(second, 2, "then 2 s")
+        XCTAssertEqual(second, .seconds(2), "then 2 s")
     }
 
     func testCrossedInvitationsEndInOneSession() async throws {
@@ -156,7 +156,7 @@ final class LinkManagerTests: XCTestCase {
         // 200 ms each way: both invitations are surely under way before either arrives, even
         // on a loaded machine (without it, one could land before the other node started
         // dialling, and then asking the application is right).
-        for address in ["a-bt", "b-bt"] { p.net.setConditions(MemoryLinkConditions(delay: 0.2), for: address) }
+        for address in ["a-bt", "b-bt"] { p.net.setConditions(MemoryLinkConditions(delay: .milliseconds(200)), for: address) }
         async let x: Void = p.a.invite(bInfo, to: p.sa, timeout: .seconds(5))
         async let y: Void = p.b.invite(aBT, to: p.sb, timeout: .seconds(5))
         _ = try await (x, y)

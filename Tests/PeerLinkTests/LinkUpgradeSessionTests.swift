@@ -39,7 +39,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
                   groups: MemoryLinkConditions = MemoryLinkConditions()) async throws -> Setup {
         let net = MemoryNetwork()
         // Bluetooth-like: 400 kB/s, 5 ms each way.
-        net.conditions = ["a-bt": MemoryLinkConditions(bandwidth: 400_000, delay: 0.005)]
+        net.conditions = ["a-bt": MemoryLinkConditions(bandwidth: 400_000, delay: .milliseconds(5))]
         let ua = MemoryUpgrader(network: net, name: "a", roles: a, unavailable: unavailable)
         let ub = MemoryUpgrader(network: net, name: "b", groupConditions: groups)
         let nodeA = try Node(identity: Identity(), displayName: "alpha", transports: [MemoryTransport(network: net, address: "a-bt", emulating: .rfcomm)],
@@ -136,7 +136,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
         let (path, _) = try file(p.dir, mib: 2)
         try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(p.ub.hostedGroups.count, 1, "the sender hosts the group")
-        p.ub.delayLeaves(by: 0.5)
+        p.ub.delayLeaves(by: .milliseconds(500))
         await p.sb.disconnect()
         XCTAssertEqual(p.ub.hostedGroups, [], "taken down before disconnect() returned")
     }
@@ -195,7 +195,7 @@ final class LinkUpgradeSessionTests: XCTestCase {
     func testAJoinerDialsAgainWhileTheHostIsNotYetReachable() async throws {
         let p = try await makePair()
         defer { try? FileManager.default.removeItem(atPath: p.dir) }
-        p.ub.handOutBeforeReachable(by: 0.7)
+        p.ub.handOutBeforeReachable(by: .milliseconds(700))
         let (path, content) = try file(p.dir, mib: 2)
         try await within(60, "the file sent") { try await p.sb.sendResource(at: path, to: p.a.peerID) }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: p.dir + "/inbox/f-2.bin")), content)

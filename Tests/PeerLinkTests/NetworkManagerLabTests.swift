@@ -109,7 +109,7 @@ final class NetworkManagerLabTests: XCTestCase {
     func assertTCPBothWays(server: WiFiGroup, client: WiFiGroup, file: StaticString = #filePath, line: UInt = #line) async throws {
         let listener = try LinkLocalSockets.listen(interface: server.interface)
         defer { listener.close() }
-        async let accepted = listener.accept(timeout: 20)
+        async let accepted = listener.accept(timeout: .seconds(20))
         let fd = try await LinkLocalSockets.connect(to: server.linkLocalAddress, port: listener.port, interface: client.interface)
         defer { close(fd) }
         let (peerFD, peer) = try await accepted

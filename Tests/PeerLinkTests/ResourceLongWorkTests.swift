@@ -16,8 +16,8 @@ final class ResourceLongWorkTests: XCTestCase {
     /// Keepalive bound of 600 ms; the simulated hash below takes about 2 s.
     static var shortKeepalive: SessionConfig {
         var c = SessionConfig()
-        c.keepaliveInterval = 150
-        c.deadAfter = 600
+        c.keepaliveInterval = .milliseconds(150)
+        c.deadAfter = .milliseconds(600)
         return c
     }
 

@@ -28,7 +28,7 @@ final class ScopedLifetimeTests: XCTestCase {
             XCTFail("the body's error comes out of the scope")
         } catch is Oops {}
         XCTAssertNotEqual(tcpPort, 0)
-        let dialled = try? await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: tcpPort), timeout: 5)
+        let dialled = try? await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: tcpPort), timeout: .seconds(5))
         dialled?.close()
         XCTAssertNil(dialled, "nothing listens on \(tcpPort) after the scope")
 

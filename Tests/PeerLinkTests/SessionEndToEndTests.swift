@@ -88,13 +88,13 @@ final class SessionEndToEndTests: XCTestCase {
 
     func testSilentCutIsDetectedWithinKeepaliveBound() async throws {
         var config = SessionConfig()
-        config.keepaliveInterval = 200
-        config.deadAfter = 600
+        config.keepaliveInterval = .milliseconds(200)
+        config.deadAfter = .milliseconds(600)
         let (p, net) = try await memoryPair(config: config)
         // Both sides must notice, with no traffic from the application, within three times the
         // 0.6 s bound (a margin for a loaded machine; nothing else in a memory link would
         // notice a silent cut at all).
-        let bound = 3 * Double(config.deadAfter) / 1000
+        let bound = 3 * config.deadAfter.inSeconds
         let start = Date()
         net.cut("node-a")
         async let a: (PeerID, String) = waitFor(p.sa, timeout: bound, "alpha noticing the silent cut") { e in

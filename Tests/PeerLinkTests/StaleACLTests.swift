@@ -87,14 +87,14 @@ final class StaleACLTests: XCTestCase {
             XCTAssertEqual("\(same)", "\(refused)")
             XCTAssertEqual(calls.take(), [], "a refusal means the remote answered: its link is not stale")
 
-            let timeout = TransportError.timedOut(operation: "RFCOMM connect to \(remote) channel 1 from \(hci0)", seconds: 10)
+            let timeout = TransportError.timedOut(operation: "RFCOMM connect to \(remote) channel 1 from \(hci0)", after: .seconds(10))
             let explained = StaleACL.afterTimeout(timeout, remote: remote, localAdapter: hci0, busAddress: bus)
-            guard case let TransportError.timedOut(operation, seconds) = explained else { return XCTFail("\(explained)") }
-            XCTAssertEqual(seconds, 10)
+            guard case let TransportError.timedOut(operation, limit) = explained else { return XCTFail("\(explained)") }
+            XCTAssertEqual(limit, .seconds(10))
             XCTAssertTrue(operation.contains("asked it to drop that link"), operation)
             XCTAssertEqual(calls.take(), ["/org/bluez/hci0/dev_00_AA_01_03_00_03"])
 
-            let unknown = TransportError.timedOut(operation: "RFCOMM connect to 00:AA:01:09:00:09 channel 1", seconds: 10)
+            let unknown = TransportError.timedOut(operation: "RFCOMM connect to 00:AA:01:09:00:09 channel 1", after: .seconds(10))
             XCTAssertEqual("\(StaleACL.afterTimeout(unknown, remote: "00:AA:01:09:00:09", localAdapter: nil, busAddress: bus))", "\(unknown)")
         }
     }

@@ -36,11 +36,11 @@ final class TCPLoopbackTests: XCTestCase {
     func testGarbageBeforeHandshakeIsRejectedAndNodeKeepsWorking() async throws {
         // A handshake timeout far beyond the waits below: a connection that ends within them
         // was closed for its bytes, not for taking too long.
-        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: 60)
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [TCPTransport(bindHost: "127.0.0.1")], handshakeTimeout: .seconds(60))
         let ports = try await a.start()
         let port = try XCTUnwrap(ports[.tcp])
         // Hostile client: a length prefix announcing 300 bytes of junk, then random bytes.
-        let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
+        let conn = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: .seconds(2))
         var rng = seededGenerator(self)
         conn.enqueue((0..<300).map { _ in UInt8.random(in: 0...255, using: &rng) })
         let reply = try await within(10, "the node answering junk") { try? await conn.receive() }
@@ -51,7 +51,7 @@ final class TCPLoopbackTests: XCTestCase {
         XCTAssertEqual(a.incomingOutcomes.all, [.handshakeFailed("secure handshake failed: handshake message 1 must have an empty payload")],
                        "closed for what it sent, not for a timeout")
         // A zero-length prefix is malformed too.
-        let rawConnection = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: 2)
+        let rawConnection = try await TCPTransport().connect(to: TransportEndpoint(medium: .tcp, host: "127.0.0.1", port: port), timeout: .seconds(2))
         let raw = try XCTUnwrap(rawConnection as? FDConnection)
         let plain = FDConnection(fd: dup(raw.fd), medium: .tcp, remoteDescription: "raw", lengthPrefixed: false)
         plain.enqueue([0, 0, 1, 2, 3])

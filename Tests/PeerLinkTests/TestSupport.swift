@@ -107,8 +107,8 @@ func twoLinkPair(policy: LinkPolicy, order: [Medium] = [.rfcomm, .tcp], bluetoot
         MemoryTransport(network: net, address: "b-bt", emulating: bluetooth),
         MemoryTransport(network: net, address: "b-ip", emulating: .tcp)])
     var config = SessionConfig()
-    config.keepaliveInterval = 200
-    config.deadAfter = 800
+    config.keepaliveInterval = .milliseconds(200)
+    config.deadAfter = .milliseconds(800)
     let sa = Session(node: a, config: config, policy: policy), sb = Session(node: b, config: config, policy: policy)
     let adv = Advertiser(node: a, service: try ServiceType("handover"), discovery: MemoryDiscovery())
     try await adv.start()

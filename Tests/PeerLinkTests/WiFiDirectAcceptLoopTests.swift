@@ -8,10 +8,10 @@ import XCTest
 final class WiFiDirectAcceptLoopTests: XCTestCase {
     func testIdleTimeoutsAndTransientErrorsDoNotEndTheListener() {
         var script: [Result<(fd: Int32, peer: String), Error>] = [
-            .failure(TransportError.timedOut(operation: "accept on p2p-wlan0-0", seconds: 3600)),
+            .failure(TransportError.timedOut(operation: "accept on p2p-wlan0-0", after: .seconds(3600))),
             .success((fd: 7, peer: "fe80::1")),
             .failure(TransportError.system(operation: "accept on p2p-wlan0-0", errno: ECONNABORTED)),
-            .failure(TransportError.timedOut(operation: "accept on p2p-wlan0-0", seconds: 3600)),
+            .failure(TransportError.timedOut(operation: "accept on p2p-wlan0-0", after: .seconds(3600))),
             .success((fd: 8, peer: "fe80::2")),
             .failure(TransportError.closed),
             .success((fd: 9, peer: "never")),

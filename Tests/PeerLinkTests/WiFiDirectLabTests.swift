@@ -201,7 +201,7 @@ final class WiFiDirectLabTests: XCTestCase {
         let rxBefore = try interfaceCounter(server.interface, "rx_bytes")
         let loBefore = try interfaceCounter("lo", "tx_bytes")
         let t0 = Date()
-        async let accepted = listener.accept(timeout: 20)
+        async let accepted = listener.accept(timeout: .seconds(20))
         let fd = try await LinkLocalSockets.connect(to: server.linkLocalAddress, port: listener.port, interface: client.interface)
         defer { close(fd) }
         let (peerFD, peer) = try await accepted

@@ -52,8 +52,8 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         let ua = WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: env["PEERLINK_LAB_WIFI0_BUS"]), interface: w0)
         let ub = WiFiDirectUpgrader(wifi: WiFiDirect(busAddress: env["PEERLINK_LAB_WIFI1_BUS"]), interface: interfaceB ?? w1)
         var config = SessionConfig()
-        config.keepaliveInterval = 1000
-        config.deadAfter = 6000  // the emulator is slow
+        config.keepaliveInterval = .milliseconds(1000)
+        config.deadAfter = .milliseconds(6000)  // the emulator is slow
         config.upgrade.setupTimeout = 90_000
         // A listens on hci1 without a Bluetooth advertiser: like an application doing so, it
         // makes the adapter connectable (bluetoothd as shipped turns that off).
@@ -61,9 +61,9 @@ final class WiFiDirectUpgradeLabTests: XCTestCase {
         try reachable.ensure()
         addTeardownBlock { reachable.release() }
         let a = try Node(identity: Identity(), displayName: "alpha", transports: [RFCOMMTransport(adapterAddress: hci1)], upgraders: [wrapA(ua)],
-                         handshakeTimeout: 20)
+                         handshakeTimeout: .seconds(20))
         let b = try Node(identity: Identity(), displayName: "beta", transports: [RFCOMMTransport(adapterAddress: hci0)], upgraders: [ub],
-                         handshakeTimeout: 20)
+                         handshakeTimeout: .seconds(20))
         let sa = Session(node: a, config: config), sb = Session(node: b, config: config)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-wfd-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -88,7 +88,7 @@ final class WiFiDirectUpgraderTests: XCTestCase {
 
     func testWiFiDirectEndpointsNameTheirInterface() async {
         do {
-            _ = try await WiFiDirectTransport().connect(to: TransportEndpoint(medium: .wifiDirect, host: "fe80::1", port: 9), timeout: 1)
+            _ = try await WiFiDirectTransport().connect(to: TransportEndpoint(medium: .wifiDirect, host: "fe80::1", port: 9), timeout: .seconds(1))
             XCTFail("an endpoint without a zone cannot be dialled")
         } catch {
             XCTAssertTrue("\(error)".contains("names its group interface as the zone"), "\(error)")

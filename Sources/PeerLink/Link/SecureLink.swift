@@ -64,10 +64,10 @@ package final class SecureLink: @unchecked Sendable {
     /// failure the connection is closed.
     public static func establish(over connection: MessageConnection, initiator: Bool, identity: Identity,
                                  hello: Hello, expecting: PeerID? = nil, expectingPrefix: [UInt8]? = nil,
-                                 timeout: Double = 10, udp: UDPSocket? = nil) async throws -> SecureLink {
+                                 timeout: Duration = .seconds(10), udp: UDPSocket? = nil) async throws -> SecureLink {
         let fired = Flag()
         let watchdog = Task {
-            try await Runtime.sleep(nanoseconds: UInt64(timeout * 1e9))
+            try await Runtime.sleep(for: timeout)
             fired.set()
             connection.close()
         }

@@ -146,8 +146,9 @@ actor LinkManager {
             }
             upkeep.linked(path.key, await session.attach(link, initiator: true))
         } catch {
-            let wait = Double(upkeep.dialFailed(path.key, now: Runtime.milliseconds())) / 1000
-            session.emit(.linkAttemptFailed(peer, endpoint: path.endpoint, failure: DialFailure(endpoint: path.endpoint, error: error), retryIn: wait))
+            let wait = upkeep.dialFailed(path.key, now: Runtime.milliseconds())
+            session.emit(.linkAttemptFailed(peer, endpoint: path.endpoint, failure: DialFailure(endpoint: path.endpoint, error: error),
+                                            retryIn: .milliseconds(clamping: wait)))
         }
     }
 }

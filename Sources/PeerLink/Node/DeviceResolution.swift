@@ -9,7 +9,7 @@ extension Node {
     /// and leaves with a CLOSE. Throws `PeerLinkError.unresolved` with every endpoint's
     /// failure when none works (a wrong prefix is `DialFailure.Reason.wrongPrefix`).
     public func resolve(_ endpoints: [TransportEndpoint], expectingPrefix prefix: [UInt8],
-                        timeout: Double = 10) async throws -> PeerInfo {
+                        timeout: Duration = .seconds(10)) async throws -> PeerInfo {
         var failures: [DialFailure] = []
         for endpoint in endpoints {
             guard let transport = transports.first(where: { $0.medium == endpoint.medium }) else {

@@ -24,8 +24,8 @@ public actor Node {
     nonisolated let pendingTeardowns = PendingWork()
     /// Most invitations awaiting an answer at once; more are declined.
     public nonisolated let maxPendingInvitations: Int
-    /// Seconds an unauthenticated connection may take to complete the handshake and invite.
-    public nonisolated let handshakeTimeout: Double
+    /// How long an unauthenticated connection may take to complete the handshake and invite.
+    public nonisolated let handshakeTimeout: Duration
 
     private var listeners: [Medium: TransportListener] = [:]
     /// UDP socket for unreliable datagrams on IP links (nil when disabled or not bindable).
@@ -58,12 +58,12 @@ public actor Node {
     ///   - upgraders: media that sessions negotiate when bulk traffic starts on slow links
     ///     (PeerLink's own: `WiFiDirectUpgrader`, `MemoryUpgrader`; another type is refused).
     ///   - maxPendingInvitations: most invitations awaiting an answer at once; more are declined.
-    ///   - handshakeTimeout: seconds an incoming connection may take to finish the handshake and
+    ///   - handshakeTimeout: how long an incoming connection may take to finish the handshake and
     ///     its invitation.
     ///   - datagrams: whether to offer UDP for unreliable messages on IP links.
     public init(identity: Identity, displayName: String, transports: [Transport] = [TCPTransport()],
                 upgraders: [LinkUpgrader] = [],
-                maxPendingInvitations: Int = 16, handshakeTimeout: Double = 10, datagrams: Bool = true) throws {
+                maxPendingInvitations: Int = 16, handshakeTimeout: Duration = .seconds(10), datagrams: Bool = true) throws {
         try Advertisement.validate(displayName: displayName)
         self.identity = identity
         self.peerID = identity.peerID
@@ -145,7 +145,7 @@ public actor Node {
             incomingOutcomes.record(.handshakeFailed("\(error)"))
             return  // hostile or broken dialler: closed by establish
         }
-        guard let first = try? await Node.receive(link, timeout: handshakeTimeout) else {
+        guard let first = try? await Node.receive(link, timeout: handshakeTimeout.inSeconds) else {
             incomingOutcomes.record(.notAnInvitation(link.remotePeer))
             link.send(.close(reason: .protocolError, text: "expected an invitation"))
             await link.connection.flush()
@@ -325,7 +325,7 @@ public actor Node {
             throw DialFailure(endpoint: endpoint, reason: .noTransport(endpoint.medium))
         }
         openDatagramSocket()
-        let conn = try await transport.connect(to: endpoint, timeout: min(timeout, 10))
+        let conn = try await transport.connect(to: endpoint, timeout: .seconds(min(timeout, 10)))
         return try await SecureLink.establish(over: conn, initiator: true, identity: identity, hello: hello(for: conn),
                                               expecting: peer, timeout: handshakeTimeout, udp: udp)
     }

@@ -283,7 +283,7 @@ package actor PeerChannel {
         case let .message(bytes, reliable):
             session.emit(.message(from: peer, bytes: bytes, mode: reliable ? .reliable : .unreliable))
         case let .linkDead(id):
-            let seconds = Double(core.config.deadAfter) / 1000
+            let seconds = core.config.deadAfter.inSeconds
             if let link = links.removeValue(forKey: id) {
                 _ = linkSet.remove(id)
                 link.close()
@@ -295,7 +295,7 @@ package actor PeerChannel {
             applyPolicy()
             if links.isEmpty { end(reason: "no traffic for \(seconds) s") }
         case let .roundTrip(link, ms):
-            session.emit(.roundTrip(peer, link: link, millis: ms))
+            session.emit(.roundTrip(peer, link: link, rtt: .milliseconds(clamping: ms)))
             if links.count > 1 { applyPolicy() }
         case let .linkSuspected(id, silent):
             linkSet.suspected(id, silentFor: silent)

@@ -28,11 +28,11 @@ public final class Session: Sendable {
         /// `role`'s traffic to the peer now goes over `link`, for `reason` (the policy's
         /// choice, or a fallback while the chosen link is silent).
         case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: String)
-        /// A keepalive measured a link's round trip.
-        case roundTrip(PeerID, link: LinkID, millis: UInt64)
+        /// A keepalive measured a link's round trip (whole milliseconds).
+        case roundTrip(PeerID, link: LinkID, rtt: Duration)
         /// The link manager could not add a link on one of the peer's paths (`failure` says
-        /// why); it tries again after `retryIn` seconds.
-        case linkAttemptFailed(PeerID, endpoint: TransportEndpoint, failure: DialFailure, retryIn: Double)
+        /// why); it tries again after `retryIn`.
+        case linkAttemptFailed(PeerID, endpoint: TransportEndpoint, failure: DialFailure, retryIn: Duration)
         /// A step of negotiating a set-up medium (Wi-Fi Direct) with the peer: proposed,
         /// accepted, group formed, link up, refused, failed, torn down; with durations and why.
         case linkUpgrade(PeerID, UpgradeEvent)
@@ -360,8 +360,13 @@ public struct LinkSnapshot: Sendable, Codable {
     public var datagrams: DatagramCounts?
     /// Bytes the link moved on its connection so far (nil in an older daemon's report).
     public var wire: WireBytes?
-    /// The latest measured round trip in milliseconds; nil until one was measured.
-    public var rttMillis: UInt64?
+    /// The latest measured round trip (whole milliseconds); nil until one was measured.
+    public var rtt: Duration? {
+        get { rttMillis.map { .milliseconds(clamping: $0) } }
+        set { rttMillis = newValue?.wholeMilliseconds }
+    }
+    /// `rtt` as the JSON of `peerlink links` and the daemon's API carry it.
+    package var rttMillis: UInt64?
     /// Fraction of recent keepalive probes not answered in time.
     public var loss: Double
     /// Estimated capacity in bytes per second, once the link carried data.
@@ -401,17 +406,26 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
     public var medium: String
     /// proposed, received-proposal, accepted, rejected, refused, hosted, ready, link-up, failed, torn-down.
     public var step: String
-    /// Milliseconds the step took (since the previous one).
-    public var stepMillis: UInt64
-    /// Milliseconds since the proposal.
-    public var sinceProposalMillis: UInt64
+    /// How long the step took (since the previous one; whole milliseconds).
+    public var sinceLastStep: Duration {
+        get { .milliseconds(clamping: stepMillis) }
+        set { stepMillis = newValue.wholeMilliseconds }
+    }
+    /// Time since the proposal (whole milliseconds).
+    public var sinceProposal: Duration {
+        get { .milliseconds(clamping: sinceProposalMillis) }
+        set { sinceProposalMillis = newValue.wholeMilliseconds }
+    }
+    // The two as the JSON of `peerlink links` and the daemon's API carry them.
+    package var stepMillis: UInt64
+    package var sinceProposalMillis: UInt64
     /// Why (refusals, failures, teardowns) or what was decided; may be empty.
     public var detail: String
 
     init(_ e: UpgradeEvent, at time: Double) {
         self.time = time
         id = e.id; medium = e.medium; step = e.step.rawValue
-        stepMillis = e.sinceLastStep; sinceProposalMillis = e.sinceProposal; detail = e.detail
+        stepMillis = e.sinceLastStep.wholeMilliseconds; sinceProposalMillis = e.sinceProposal.wholeMilliseconds; detail = e.detail
     }
 }
 

@@ -52,6 +52,11 @@ package enum Runtime {
         try await Task.sleep(nanoseconds: nanoseconds)
     }
 
+    /// Waits `duration` (negative counts as zero); throws `CancellationError` when cancelled.
+    package static func sleep(for duration: Duration) async throws {
+        try await sleep(seconds: duration.inSeconds)
+    }
+
     /// Waits `seconds` (negative counts as zero); throws `CancellationError` when cancelled.
     package static func sleep(seconds: Double) async throws {
         try await sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))

@@ -5,8 +5,8 @@ import Synchronization
 public struct MemoryLinkConditions: Sendable, Equatable {
     /// Bytes per second; 0 means unlimited.
     public var bandwidth: Int = 0
-    /// One-way delay in seconds.
-    public var delay: Double = 0
+    /// One-way delay.
+    public var delay: Duration = .zero
     /// Probability (0…1) that a message is lost once; like TCP, it arrives after a
     /// retransmission penalty of `2 × delay + 0.2 s`, delaying everything behind it (losses
     /// during one recovery share it).
@@ -19,7 +19,7 @@ public struct MemoryLinkConditions: Sendable, Equatable {
     public var maxMessage: Int?
 
     /// Conditions of a link; the defaults are an unlimited, instant, lossless link.
-    public init(bandwidth: Int = 0, delay: Double = 0, loss: Double = 0, seed: UInt64 = 1, maxMessage: Int? = nil) {
+    public init(bandwidth: Int = 0, delay: Duration = .zero, loss: Double = 0, seed: UInt64 = 1, maxMessage: Int? = nil) {
         self.bandwidth = bandwidth; self.delay = delay; self.loss = loss; self.seed = seed; self.maxMessage = maxMessage
     }
 }
@@ -118,7 +118,7 @@ public struct MemoryTransport: Transport {
         return MemoryListener(network: network, address: address)
     }
 
-    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+    public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection {
         try network.connect(from: address, to: endpoint.host, medium: medium)
     }
 }
@@ -161,10 +161,11 @@ final class MemoryPipe: @unchecked Sendable {
             var sent = max(Runtime.seconds(), lastDelivery)
             if conditions.bandwidth > 0 { sent += Double(message.count) / Double(conditions.bandwidth) }
             lastDelivery = sent
-            var at = sent + conditions.delay
+            let delay = conditions.delay.inSeconds
+            var at = sent + delay
             // A lost message arrives after its retransmission; like TCP, everything behind it
             // waits for it (head-of-line), but losses during one recovery do not add up.
-            if conditions.loss > 0, random() < conditions.loss { holdUntil = max(holdUntil, at + 2 * conditions.delay + 0.2) }
+            if conditions.loss > 0, random() < conditions.loss { holdUntil = max(holdUntil, at + 2 * delay + 0.2) }
             at = max(at, holdUntil)
             queue.append((at, message))
             defer { waiter = nil }

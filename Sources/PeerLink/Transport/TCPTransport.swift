@@ -20,7 +20,7 @@ public struct TCPTransport: Transport {
 
     /// Dials without a thread: a non-blocking connect whose completion the I/O loop waits
     /// for, so a connect that hangs until `timeout` holds back nothing else.
-    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+    public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection {
         let address = try IPSocketAddress(host: endpoint.host, port: endpoint.port)
         let what = "connect to \(endpoint)"
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
@@ -30,9 +30,9 @@ public struct TCPTransport: Transport {
         let r = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if r != 0 {
             guard errno == EINPROGRESS else { throw TransportError.system(operation: what, errno: errno) }
-            switch await IOLoop.shared.wait(for: PEERLINK_EPOLLOUT, on: fd, timeout: timeout) {
+            switch await IOLoop.shared.wait(for: PEERLINK_EPOLLOUT, on: fd, timeout: timeout.inSeconds) {
             case .ready: break
-            case .timedOut: throw TransportError.timedOut(operation: what, seconds: timeout)
+            case .timedOut: throw TransportError.timedOut(operation: what, after: timeout)
             case .cancelled: throw CancellationError()
             }
             var err: Int32 = 0

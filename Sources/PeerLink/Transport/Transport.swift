@@ -82,16 +82,16 @@ public protocol Transport: Sendable {
     var medium: Medium { get }
     /// Starts accepting; `onConnection` is called for each incoming connection.
     func listen(port: UInt16, onConnection: @escaping @Sendable (MessageConnection) -> Void) throws -> TransportListener
-    /// Dials an endpoint, failing after `timeout` seconds.
-    func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection
+    /// Dials an endpoint, failing after `timeout`.
+    func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection
 }
 
 /// Errors of the I/O edges, with the operation and the system's reason.
 public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A system call failed: what was attempted and the `errno` it set.
     case system(operation: String, errno: Int32)
-    /// The operation did not finish within `seconds`.
-    case timedOut(operation: String, seconds: Double)
+    /// The operation did not finish within the time it was given.
+    case timedOut(operation: String, after: Duration)
     /// An address that cannot be parsed or used on this medium.
     case badAddress(String)
     /// The connection or listener is closed.
@@ -104,7 +104,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     public var description: String {
         switch self {
         case let .system(op, e): return "\(op) failed: \(String(cString: strerror(e))) (errno \(e))"
-        case let .timedOut(op, s): return "\(op) timed out after \(s) s"
+        case let .timedOut(op, limit): return "\(op) timed out after \(limit.inSeconds) s"
         case let .badAddress(a): return "not a usable address: \(a)"
         case .closed: return "the connection is closed"
         case let .unsupported(what): return what

@@ -75,7 +75,7 @@ public final class MemoryUpgrader: LinkUpgrading {
 
     /// Makes each group this node hosts unreachable (dials fail with EHOSTUNREACH) for this
     /// long after it is handed out, as a Wi-Fi host whose address is still in DAD (tests).
-    public func handOutBeforeReachable(by seconds: Double) { state.withLock { $0.unreachableFor = seconds } }
+    public func handOutBeforeReachable(by time: Duration) { state.withLock { $0.unreachableFor = time.inSeconds } }
 
     /// Only noted (`preparedJoins`): a memory group needs nothing before its address.
     public func prepare(_ id: UpgradeID) { state.withLock { $0.prepared.append(id) } }
@@ -96,7 +96,7 @@ public final class MemoryUpgrader: LinkUpgrading {
     }
 
     /// Makes each `leave` take this long, as removing a real group does (tests).
-    public func delayLeaves(by seconds: Double) { state.withLock { $0.leaveDelay = seconds } }
+    public func delayLeaves(by time: Duration) { state.withLock { $0.leaveDelay = time.inSeconds } }
 
     public func leave(_ id: UpgradeID) async {
         let delay = state.withLock { $0.leaveDelay }

@@ -36,14 +36,14 @@ public final class BlueZBrowser: @unchecked Sendable {
     private var polling: Task<Void, Never>?  // under lock
 
     /// Makes a browser for `service` on `adapter` (nil: the first powered one), reached on
-    /// `busAddress` (nil: the system bus), polling bluetoothd every `pollInterval` seconds.
+    /// `busAddress` (nil: the system bus), polling bluetoothd every `pollInterval`.
     /// `handler` gets the events in order, one poll at a time. Nothing happens until `start()`.
-    public init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Double = 0.5,
+    public init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Duration = .milliseconds(500),
                 handler: @escaping @Sendable (Event) -> Void) {
         self.service = service
         self.adapter = adapter
         self.busAddress = busAddress
-        self.interval = pollInterval
+        self.interval = pollInterval.inSeconds
         self.handler = handler
     }
 

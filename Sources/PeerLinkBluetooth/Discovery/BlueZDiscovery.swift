@@ -19,18 +19,18 @@ public final class BlueZDiscovery: Discovery, @unchecked Sendable {
     public let adapter: String?
     private let busAddress: String?
     private let pollInterval: Double
-    /// Seconds one resolution (connect + handshake) may take.
-    public let resolveTimeout: Double
+    /// How long one resolution (connect + handshake) may take.
+    public let resolveTimeout: Duration
 
     /// Makes discovery for `node` on `adapter` (nil: the first powered one), reached on
-    /// `busAddress` (nil: the system bus); browsing polls every `pollInterval` seconds and gives
-    /// each resolution `resolveTimeout` seconds.
-    public init(node: Node, adapter: String? = nil, busAddress: String? = nil, pollInterval: Double = 0.5,
-                resolveTimeout: Double = 15) {
+    /// `busAddress` (nil: the system bus); browsing polls every `pollInterval` and gives each
+    /// resolution `resolveTimeout`.
+    public init(node: Node, adapter: String? = nil, busAddress: String? = nil, pollInterval: Duration = .milliseconds(500),
+                resolveTimeout: Duration = .seconds(15)) {
         self.node = node
         self.adapter = adapter
         self.busAddress = busAddress
-        self.pollInterval = pollInterval
+        self.pollInterval = pollInterval.inSeconds
         self.resolveTimeout = resolveTimeout
     }
 
@@ -58,8 +58,8 @@ public final class BlueZDiscovery: Discovery, @unchecked Sendable {
     }
 
     public func browse(_ service: ServiceType, handler: @escaping @Sendable (DiscoveryEvent) -> Void) throws -> DiscoveryHandle {
-        let run = BluetoothBrowseRun(node: node, timeout: resolveTimeout, handler: handler)
-        let browser = BlueZBrowser(service: service, adapter: adapter, busAddress: busAddress, pollInterval: pollInterval) { event in
+        let run = BluetoothBrowseRun(node: node, timeout: resolveTimeout.inSeconds, handler: handler)
+        let browser = BlueZBrowser(service: service, adapter: adapter, busAddress: busAddress, pollInterval: .seconds(pollInterval)) { event in
             run.handle(event)
         }
         try browser.start()
@@ -135,7 +135,7 @@ final class BluetoothBrowseRun: @unchecked Sendable {
             if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
             guard !Task.isCancelled else { return }
             do {
-                let peer = try await node.resolve(s.endpoints, expectingPrefix: s.advert.peerIDPrefix, timeout: timeout)
+                let peer = try await node.resolve(s.endpoints, expectingPrefix: s.advert.peerIDPrefix, timeout: .seconds(timeout))
                 guard !Task.isCancelled else { return }
                 self?.apply { $0.resolved(address: s.address, generation: generation, as: peer) }
             } catch {

@@ -105,7 +105,7 @@ enum BluetoothSocket {
         guard e == EINPROGRESS || e == EAGAIN else { throw explain(e, operation: what, adapter: adapter) }
         switch await IOLoop.shared.wait(for: PEERLINK_EPOLLOUT, on: fd, timeout: timeout) {
         case .ready: break
-        case .timedOut: throw TransportError.timedOut(operation: what, seconds: timeout)
+        case .timedOut: throw TransportError.timedOut(operation: what, after: .seconds(timeout))
         case .cancelled: throw CancellationError()
         }
         var err: Int32 = 0

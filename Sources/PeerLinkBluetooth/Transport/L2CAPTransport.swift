@@ -120,8 +120,8 @@ public struct L2CAPTransport: Transport {
     }
 
     /// Dials `endpoint.host` on PSM `endpoint.port` without a thread (a non-blocking connect
-    /// the I/O loop waits for), failing after `timeout` seconds.
-    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+    /// the I/O loop waits for), failing after `timeout`.
+    public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection {
         guard endpoint.medium == .l2cap else { throw TransportError.badAddress("\(endpoint) is not an L2CAP endpoint") }
         let remote = try BluetoothAddress.parse(endpoint.host)
         guard isValidPSM(endpoint.port) else {
@@ -129,7 +129,7 @@ public struct L2CAPTransport: Transport {
         }
         let local = try adapterAddress.map(BluetoothAddress.parse)
         do {
-            return try await dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout)
+            return try await dial(remote: remote, psm: endpoint.port, local: local, timeout: timeout.inSeconds)
         } catch {
             // BR/EDR only: LE links have their own, shorter supervision timeout.
             if mode == .le { throw error }

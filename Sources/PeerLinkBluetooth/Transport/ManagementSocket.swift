@@ -6,7 +6,7 @@ import PeerLink
 /// deadline: call it from a thread that may block (a watcher thread, the doctor).
 public enum ManagementSocket {
     /// Read Controller Information for `hciN`.
-    public static func controllerInfo(index: Int, timeout: Double = 2) throws -> ControllerInfo {
+    public static func controllerInfo(index: Int, timeout: Duration = .seconds(2)) throws -> ControllerInfo {
         guard let idx = UInt16(exactly: index), idx != 0xffff else { throw ManagementError.status(0x11) }
         let fd = peerlink_bt_mgmt_socket()
         guard fd >= 0 else {
@@ -16,11 +16,11 @@ public enum ManagementSocket {
         let cmd = ManagementCodec.command(ManagementCodec.readInfo, index: idx)
         let sent = cmd.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard sent == cmd.count else { throw ManagementError.system("mgmt write failed: \(String(cString: strerror(errno)))") }
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout.inSeconds)
         var buffer = [UInt8](repeating: 0, count: 1024)
         while true {
             let left = deadline.timeIntervalSinceNow
-            guard left > 0 else { throw ManagementError.system("no mgmt reply from the kernel within \(timeout) s") }
+            guard left > 0 else { throw ManagementError.system("no mgmt reply from the kernel within \(timeout.secondsText) s") }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let r = poll(&pfd, 1, Int32(left * 1000) + 1)
             if r < 0, errno == EINTR { continue }

@@ -76,9 +76,9 @@ public struct RFCOMMTransport: Transport {
     }
 
     /// Dials `endpoint.host` on RFCOMM channel `endpoint.port` without a thread (a non-blocking
-    /// connect the I/O loop waits for), failing after `timeout` seconds (paging, pairing and
+    /// connect the I/O loop waits for), failing after `timeout` (paging, pairing and
     /// the RFCOMM session setup all count).
-    public func connect(to endpoint: TransportEndpoint, timeout: Double) async throws -> MessageConnection {
+    public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> MessageConnection {
         guard endpoint.medium == .rfcomm else {
             throw TransportError.badAddress("\(endpoint) is not an RFCOMM endpoint")
         }
@@ -89,7 +89,7 @@ public struct RFCOMMTransport: Transport {
         let local = try adapterAddress.map(BluetoothAddress.parse)
         do {
             return try await RFCOMMTransport.dialWhenFree(remote: remote, channel: UInt8(endpoint.port), local: local,
-                                                          localText: adapterAddress, timeout: timeout)
+                                                          localText: adapterAddress, timeout: timeout.inSeconds)
         } catch {
             throw await BluetoothSocket.afterDialFailure(error, remote: BluetoothAddress.format(remote), localAdapter: adapterAddress)
         }

@@ -42,13 +42,13 @@ enum StaleACL {
     /// `error` with what was done about a stale link when it is a dial timeout and one was
     /// dropped; otherwise `error` itself.
     static func afterTimeout(_ error: Error, remote: String, localAdapter: String?, busAddress: String? = nil) -> Error {
-        guard case let TransportError.timedOut(operation, seconds) = error else { return error }
+        guard case let TransportError.timedOut(operation, limit) = error else { return error }
         let dropped = drop(remote: remote, localAdapter: localAdapter, busAddress: busAddress)
         guard !dropped.isEmpty else { return error }
         return TransportError.timedOut(
             operation: operation + " (bluetoothd still listed \(remote) as connected: PeerLink asked it to drop that link, "
                 + "so the next attempt pages the device afresh)",
-            seconds: seconds)
+            after: limit)
     }
 
     // MARK: this process's BR/EDR connections

@@ -65,13 +65,13 @@ public struct LinkPolicy: Sendable, Equatable {
     /// A link losing more than this is used only when nothing better is up.
     public var lossLimit = 0.2
     /// A carrier is kept unless the new best link has been up this long (no flapping).
-    public var dwellMillis: UInt64 = 3000
+    public var dwell: Duration = .seconds(3)
     /// …and is at least this much better by the role's measure (0.25 = 25 %)…
     public var margin = 0.25
-    /// …and, where the measure is the round trip, at least this many milliseconds faster:
-    /// round trips are whole milliseconds, and between two links of one LAN 0 against 1 ms
-    /// is noise, not a 100 % gain (two such links swapped the carrier at every probe).
-    public var marginMillis: UInt64 = 5
+    /// …and, where the measure is the round trip, at least this much faster: round trips are
+    /// whole milliseconds, and between two links of one LAN 0 against 1 ms is noise, not a
+    /// 100 % gain (two such links swapped the carrier at every probe).
+    public var rttMargin: Duration = .milliseconds(5)
     /// Classes of link the user would rather not use (metered, or costly in power on a
     /// battery device): used for a role only when no other allowed link is usable.
     public var avoid: Set<LinkClass> = []
@@ -88,6 +88,9 @@ public struct LinkPolicy: Sendable, Equatable {
     public static let frameOverhead = 40
 
     public init(_ kind: Kind = .bluetoothFirst) { self.kind = kind }
+
+    package var dwellMillis: UInt64 { dwell.wholeMilliseconds }
+    package var marginMillis: UInt64 { rttMargin.wholeMilliseconds }
 
     /// Chooses a carrier per role among `links` (the live ones), keeping `previous` carriers
     /// that are still fine (hysteresis).

@@ -1,13 +1,13 @@
 import PeerLinkWire
 
-/// Tunables of a session. Times are in milliseconds of a monotonic clock supplied by the caller.
+/// Tunables of a session.
 public struct SessionConfig: Sendable, Equatable {
     /// Negotiation of set-up media (Wi-Fi Direct): timeouts and idle teardown.
     package var upgrade = LinkUpgrade.Config()
     /// How often an idle link is probed.
-    public var keepaliveInterval: UInt64 = 1000
+    public var keepaliveInterval: Duration = .seconds(1)
     /// A link with nothing received for this long is declared dead (the "keepalive bound").
-    public var deadAfter: UInt64 = 3000
+    public var deadAfter: Duration = .seconds(3)
     /// Largest application message, reliable or reassembled.
     public var maxMessageSize = 16 * 1024 * 1024
     /// Largest piece of a message, stream or resource in one frame, while the session has a
@@ -20,9 +20,9 @@ public struct SessionConfig: Sendable, Equatable {
     public var fastFragmentSize = WireLimits.frame - 32
     /// Reliable bytes sent but not yet acknowledged, at most.
     public var sendWindow = 1024 * 1024
-    /// When bulk data shares the link that carries messages, it may have about this many
-    /// milliseconds of the link's measured throughput in flight…
-    public var sharedBulkMillis = 250
+    /// When bulk data shares the link that carries messages, it may have about this long of
+    /// the link's measured throughput in flight…
+    public var sharedBulkTime: Duration = .milliseconds(250)
     /// …and at least this many bytes (also the limit before the throughput is measured).
     public var sharedBulkMinimum = 32 * 1024
     /// Reliable records queued behind a full window, at most (bytes); past it `send` reports backpressure.
@@ -45,17 +45,25 @@ public struct SessionConfig: Sendable, Equatable {
     /// on slow or jittery links: see docs/PROTOCOL.md §11.5) is suspected: while another link
     /// is up, its lanes move there and resend what is unacknowledged. The link itself stays
     /// until `deadAfter`.
-    public var suspectAfter: UInt64 = 150
+    public var suspectAfter: Duration = .milliseconds(150)
     /// Main-lane bytes per second that may be copied onto a second link (see
     /// `SessionCore.preferredCopyLink`) until the link policy sets `SessionCore.copyBytesPerSecond`
     /// from that link's throughput; frames beyond the budget go on the carrier only.
     public var messageCopyBytesPerSecond = 32 * 1024
 
-    /// How long a received reliable frame may wait for its acknowledgement (ms): often enough
-    /// for the sender to notice a stalled carrier within `suspectAfter`, and not less than 20 ms.
-    public var ackDelay: UInt64 { max(20, min(100, keepaliveInterval / 4, suspectAfter / 4)) }
+    /// How long a received reliable frame may wait for its acknowledgement: often enough for
+    /// the sender to notice a stalled carrier within `suspectAfter`, and not less than 20 ms.
+    public var ackDelay: Duration { .milliseconds(ackDelayMillis) }
 
+    /// The default tunables.
     public init() {}
+
+    // The core counts time in whole milliseconds of the caller's monotonic clock.
+    package var keepaliveMillis: UInt64 { keepaliveInterval.wholeMilliseconds }
+    package var deadAfterMillis: UInt64 { deadAfter.wholeMilliseconds }
+    package var suspectAfterMillis: UInt64 { suspectAfter.wholeMilliseconds }
+    package var sharedBulkMillis: UInt64 { sharedBulkTime.wholeMilliseconds }
+    package var ackDelayMillis: UInt64 { max(20, min(100, keepaliveMillis / 4, suspectAfterMillis / 4)) }
 }
 
 /// A link of a session, named by the caller.

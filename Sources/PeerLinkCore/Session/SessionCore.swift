@@ -441,7 +441,7 @@ package struct SessionCore: Sendable {
         links[link]?.lastReceived = now
         // A suspected link that speaks again is asked at once whether it also listens: only
         // its answer (or an acknowledgement) clears the suspicion.
-        if let s = links[link], s.suspect, now >= s.lastPing + config.suspectAfter / 2 { ping(link, now: now) }
+        if let s = links[link], s.suspect, now >= s.lastPing + config.suspectAfterMillis / 2 { ping(link, now: now) }
         switch frame {
         case let .reliable(seq, record):
             receiveReliable(.main, seq: seq, record: record, on: link, now: now)
@@ -490,7 +490,7 @@ package struct SessionCore: Sendable {
         guard !isClosed else { return }
         for link in linkOrder {
             guard let s = links[link] else { continue }
-            if now >= s.lastReceived + config.deadAfter {
+            if now >= s.lastReceived + config.deadAfterMillis {
                 outputs.append(.event(.linkDead(link)))
                 linkDown(link)
                 continue
@@ -504,16 +504,16 @@ package struct SessionCore: Sendable {
                 // busy peer answers.
                 due = s.outstandingPings.last.map { now >= $0 + suspectAfter / 2 } ?? true
             } else if let last = s.outstandingPings.last {
-                due = now >= last + config.keepaliveInterval  // unanswered so far: probe again
+                due = now >= last + config.keepaliveMillis  // unanswered so far: probe again
             } else {
                 // Idle in either direction, or no round trip measured by this side for a while
                 // (the peer's probes keep both timers fresh, but the policy needs our own RTT).
-                due = now >= s.lastSent + config.keepaliveInterval || now >= s.lastReceived + config.keepaliveInterval
-                    || now >= s.lastPing + 2 * config.keepaliveInterval
+                due = now >= s.lastSent + config.keepaliveMillis || now >= s.lastReceived + config.keepaliveMillis
+                    || now >= s.lastPing + 2 * config.keepaliveMillis
             }
             if due { ping(link, now: now) }
             // A probe unanswered for long counts as lost now (a late answer still gives an RTT).
-            let deadline = max(config.keepaliveInterval, 4 * (s.rtt ?? 0))
+            let deadline = max(config.keepaliveMillis, 4 * (s.rtt ?? 0))
             for token in s.outstandingPings where now >= token + deadline && !(links[link]?.countedLost.contains(token) ?? true) {
                 links[link]?.countedLost.insert(token)
                 recordProbe(on: link, lost: true)
@@ -555,14 +555,14 @@ package struct SessionCore: Sendable {
         }
         for link in linkOrder {
             guard let s = links[link] else { continue }
-            consider(s.lastReceived + config.deadAfter, &lazy)
+            consider(s.lastReceived + config.deadAfterMillis, &lazy)
             let carrying = Lane.allCases.contains { lane($0).carryingLink == link && lane($0).hasInflight }
             let frame = Lane.allCases.filter { lane($0).carryingLink == link }.map { lane($0).oldestInflightSize }.max() ?? 0
             let suspectAfter = suspectBound(of: s, frameBytes: frame)
             // The keepalive, by the same branches as `tick`: which one applies depends on time.
-            let idleDue = s.outstandingPings.last.map { $0 + config.keepaliveInterval }
-                ?? min(s.lastSent + config.keepaliveInterval, s.lastReceived + config.keepaliveInterval,
-                       s.lastPing + 2 * config.keepaliveInterval)
+            let idleDue = s.outstandingPings.last.map { $0 + config.keepaliveMillis }
+                ?? min(s.lastSent + config.keepaliveMillis, s.lastReceived + config.keepaliveMillis,
+                       s.lastPing + 2 * config.keepaliveMillis)
             if carrying {
                 let busyFrom = s.lastProgress + suspectAfter / 2
                 let busyDue = max(busyFrom, s.outstandingPings.last.map { $0 + suspectAfter / 2 } ?? busyFrom)
@@ -571,7 +571,7 @@ package struct SessionCore: Sendable {
             } else {
                 consider(idleDue, &lazy)
             }
-            let lostAfter = max(config.keepaliveInterval, 4 * (s.rtt ?? 0))
+            let lostAfter = max(config.keepaliveMillis, 4 * (s.rtt ?? 0))
             for token in s.outstandingPings where !s.countedLost.contains(token) { consider(token + lostAfter, &lazy) }
             if let t = throughputDue(s, now: now) {
                 if s.saturated { consider(t, &urgent) } else { consider(t, &lazy) }
@@ -640,8 +640,8 @@ package struct SessionCore: Sendable {
     private func suspectBound(of s: LinkState, frameBytes: Int) -> UInt64 {
         let rtt = 2 * (s.srtt ?? 0) + 4 * s.rttvar
         let frameTime = s.throughput.map { $0 > 0 ? 2000 * Double(frameBytes) / $0 : 0 } ?? 0
-        let base = max(config.suspectAfter, UInt64(min(rtt + frameTime, Double(config.deadAfter))))
-        return min(base * s.suspectBackoff, max(base, config.deadAfter / 2))
+        let base = max(config.suspectAfterMillis, UInt64(min(rtt + frameTime, Double(config.deadAfterMillis))))
+        return min(base * s.suspectBackoff, max(base, config.deadAfterMillis / 2))
     }
 
     private mutating func recordProbe(on link: LinkID, lost: Bool) {
@@ -731,7 +731,7 @@ package struct SessionCore: Sendable {
     }
 
     /// The bytes a lane may have in flight on `link`. Bulk data that shares the message
-    /// carrier is held to about `sharedBulkMillis` of the link's measured throughput (at least
+    /// carrier is held to about `sharedBulkTime` of the link's measured throughput (at least
     /// `sharedBulkMinimum`), so a message never queues behind seconds of file data.
     private func window(for lane: Lane, on link: LinkID) -> Int {
         guard lane == .bulk, carrier(of: .main) == link else { return config.sendWindow }
@@ -808,7 +808,7 @@ package struct SessionCore: Sendable {
         if l.receivedSinceAck >= config.ackEvery || l.receivedBytesSinceAck >= config.ackBytes, !acknowledgementsPaused {
             sendAck(lane, on: link, now: now)
         } else if l.receivedSinceAck > 0, ackDue[lane] == nil {
-            ackDue[lane] = now + config.ackDelay
+            ackDue[lane] = now + config.ackDelayMillis
         }
     }
 

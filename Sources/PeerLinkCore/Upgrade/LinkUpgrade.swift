@@ -118,7 +118,7 @@ package struct LinkUpgrade: Sendable {
             let why = a.reason.isEmpty ? "this side can neither host nor join" : a.reason
             if toldUnavailable[medium] != why {
                 toldUnavailable[medium] = why
-                actions.append(.event(UpgradeEvent(id: 0, medium: medium, step: .unavailable, sinceProposal: 0, sinceLastStep: 0,
+                actions.append(.event(UpgradeEvent(id: 0, medium: medium, step: .unavailable, sinceProposal: .zero, sinceLastStep: .zero,
                                                    detail: "not proposed for \(reason): \(why)")))
             }
             return false
@@ -310,8 +310,8 @@ package struct LinkUpgrade: Sendable {
 
     private mutating func note(_ step: UpgradeEvent.Step, _ detail: String, _ now: UInt64, id: UInt32? = nil, medium: String? = nil) {
         guard let id = id ?? current?.id, let medium = medium ?? current?.medium else { return }
-        actions.append(.event(UpgradeEvent(id: id, medium: medium, step: step, sinceProposal: now &- proposedAt,
-                                           sinceLastStep: now &- stepAt, detail: detail)))
+        actions.append(.event(UpgradeEvent(id: id, medium: medium, step: step, sinceProposal: .milliseconds(clamping: now &- proposedAt),
+                                           sinceLastStep: .milliseconds(clamping: now &- stepAt), detail: detail)))
     }
 }
 
@@ -326,10 +326,10 @@ public struct UpgradeEvent: Sendable, Equatable {
     public var id: UInt32
     public var medium: String
     public var step: Step
-    /// Milliseconds since the proposal was sent or received.
-    public var sinceProposal: UInt64
-    /// Milliseconds since the previous step.
-    public var sinceLastStep: UInt64
+    /// Time since the proposal was sent or received (whole milliseconds).
+    public var sinceProposal: Duration
+    /// Time since the previous step (whole milliseconds).
+    public var sinceLastStep: Duration
     /// Why (refusals, failures, teardowns) or what was decided.
     public var detail: String
 }
