@@ -91,7 +91,7 @@ final class FailureReasonTests: XCTestCase {
         // The sender believes the file has another SHA-256 (as after a change its size and
         // time did not show): the receiver's check must catch it.
         FileDigest.cache.remember([UInt8](repeating: 0xAB, count: 32), for: try FileIdentity(path: src))
-        let received = Task { () -> String? in
+        let received = Task { () -> ResourceFailure? in
             for await e in p.sa.events {
                 switch e {
                 case let .resourceOffered(o): try? await p.sa.accept(o, into: dir + "/inbox")
@@ -109,7 +109,8 @@ final class FailureReasonTests: XCTestCase {
             XCTAssertEqual("\(PeerLinkError.resourceFailed(failure))", "transfer failed: the receiver's SHA-256 check of 'notes.txt' failed")
         }
         let error = try await within(10, "the receiver's outcome") { await received.value }
-        XCTAssertEqual(error, "\(PeerLinkError.resourceFailed(.digestMismatch(name: "notes.txt", direction: .receiving)))")
+        XCTAssertEqual(error, .digestMismatch(name: "notes.txt", direction: .receiving))
+        XCTAssertEqual(error?.description, "SHA-256 mismatch: the received bytes of 'notes.txt' differ from the sender's file; discarded")
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/inbox/notes.txt"), "nothing kept under the final name")
     }
 

@@ -320,7 +320,7 @@ package actor PeerChannel {
             upgrade.bulkActivity(now: Runtime.milliseconds())
         case let .streamClosed(id, status):
             if let s = incomingStreams.removeValue(forKey: id) {
-                s.buffer.finish(status == .finished ? nil : .resourceFailed(.cancelledBySender))
+                s.buffer.finish(status == .finished ? nil : .resourceFailed(.cancelledBySender(name: nil)))
             } else {
                 refused.insert(id)  // our outgoing stream or resource, cancelled by the receiver
             }
@@ -408,7 +408,7 @@ package actor PeerChannel {
     }
 
     /// A file's verification, back on this actor.
-    func resourceVerified(_ id: UInt32, _ result: Result<String, PeerLinkError>) { resources.verified(id, result, in: self) }
+    func resourceVerified(_ id: UInt32, _ result: Result<String, ResourceFailure>) { resources.verified(id, result, in: self) }
 
     // MARK: streams
 

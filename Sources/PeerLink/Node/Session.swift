@@ -19,8 +19,9 @@ public final class Session: Sendable {
         case resourceOffered(ResourceOffer)
         /// Bytes of a resource were hashed, verified or transferred, in either direction.
         case resourceProgress(ResourceProgress)
-        /// A resource finished in either direction; `path` is where a received file now is.
-        case resourceFinished(ResourceProgress, path: String?, error: String?)
+        /// A resource finished in either direction: `path` is where a received file now is, or
+        /// `error` says why it failed.
+        case resourceFinished(ResourceProgress, path: String?, error: ResourceFailure?)
         /// The peer opened a byte stream to this node; read it to the end or cancel it.
         case streamOpened(IncomingStream)
         /// A link to a peer came up or went away, with the reason.
