@@ -97,18 +97,19 @@ final class SessionEndToEndTests: XCTestCase {
         let bound = 3 * config.deadAfter.inSeconds
         let start = Date()
         net.cut("node-a")
-        async let a: (PeerID, String) = waitFor(p.sa, timeout: bound, "alpha noticing the silent cut") { e in
+        async let a: (PeerID, LinkChangeReason) = waitFor(p.sa, timeout: bound, "alpha noticing the silent cut") { e in
             if case let .linkChanged(peer, _, _, false, reason) = e { return (peer, reason) }; return nil
         }
-        async let b: (PeerID, String) = waitFor(p.sb, timeout: bound, "beta noticing the silent cut") { e in
+        async let b: (PeerID, LinkChangeReason) = waitFor(p.sb, timeout: bound, "beta noticing the silent cut") { e in
             if case let .linkChanged(peer, _, _, false, reason) = e { return (peer, reason) }; return nil
         }
         let (pa, pb) = try await (a, b)
         let took = Date().timeIntervalSince(start)
         XCTAssertEqual(pa.0, p.b.peerID)
         XCTAssertEqual(pb.0, p.a.peerID)
-        XCTAssertEqual(pa.1, "nothing received for 0.6 s (keepalive)", "the keepalive found it, not another mechanism")
-        XCTAssertEqual(pb.1, "nothing received for 0.6 s (keepalive)")
+        XCTAssertEqual(pa.1, .silent(for: config.deadAfter), "the keepalive found it, not another mechanism")
+        XCTAssertEqual(pb.1, .silent(for: config.deadAfter))
+        XCTAssertEqual(pa.1.description, "nothing received for 0.6 s (keepalive)")
         XCTAssertLessThan(took, bound, "both sides noticed within \(bound) s")
         let ended = await waitUntil(timeout: 2) { await p.sa.connectedPeers().isEmpty }
         XCTAssertTrue(ended, "the peer is gone once its only link died")
