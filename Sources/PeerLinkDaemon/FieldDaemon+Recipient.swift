@@ -161,19 +161,19 @@ extension FieldDaemon {
 
     /// A resource ended on this side: an item's bytes land through the ledger; a plain file
     /// is already in the inbox.
-    func received(_ p: ResourceProgress, path: String?, error: String?) async {
+    func received(_ p: ResourceProgress, path: String?, error: ResourceFailure?) async {
         guard let id = ItemID(hex: p.name), let record = wanted[p.peer]?[id] else {
             if let path {
                 log.info("file received", metadata: ["peer": "\(p.peer)", "path": "\(path)", "size": "\(p.total)"])
                 events.publish(.fileReceived, peer: p.peer.description, path: path, size: p.total)
                 runOnReceive(path: path, peer: p.peer, item: nil)
             } else {
-                log.notice("file not received", metadata: ["peer": "\(p.peer)", "name": "\(p.name)", "why": "\(error ?? "unknown")"])
+                log.notice("file not received", metadata: ["peer": "\(p.peer)", "name": "\(p.name)", "why": "\(error.map(String.init(describing:)) ?? "unknown")"])
             }
             return
         }
         guard let path else {
-            log.notice("item transfer stopped; the partial file is kept to resume", metadata: ["item": "\(id)", "peer": "\(p.peer)", "why": "\(error ?? "unknown")"])
+            log.notice("item transfer stopped; the partial file is kept to resume", metadata: ["item": "\(id)", "peer": "\(p.peer)", "why": "\(error.map(String.init(describing:)) ?? "unknown")"])
             return
         }
         let key = ItemID.received(id, from: p.peer)

@@ -93,7 +93,7 @@ enum RunParts {
                 case let .message(_, bytes, .reliable): receiver.message(bytes)
                 case let .resourceOffered(offer): try? await session.accept(offer, into: inbox)
                 case let .resourceFinished(p, path, error) where p.direction == .receiving:
-                    receiver.resource(size: Int(p.total), verified: path != nil && error == nil, resumedFrom: p.resumedFrom, error: error)
+                    receiver.resource(size: Int(p.total), verified: path != nil && error == nil, resumedFrom: p.resumedFrom, error: error.map(String.init(describing:)))
                 default: break
                 }
             }

@@ -110,8 +110,9 @@ struct ReceiveCommand: AsyncParsableCommand {
                     out.emit("received '\(p.name)' → \(path) (\(bytes(p.total)), SHA-256 verified)",
                              ["event": "received", "peer": p.peer.description, "name": p.name, "path": path, "size": p.total, "verified": true])
                 } else {
-                    out.emit("'\(p.name)' failed: \(error ?? "unknown error")",
-                             ["event": "failed", "peer": p.peer.description, "name": p.name, "error": error ?? "", "completed": p.completed])
+                    let why = error.map(String.init(describing:))
+                    out.emit("'\(p.name)' failed: \(why ?? "unknown error")",
+                             ["event": "failed", "peer": p.peer.description, "name": p.name, "error": why ?? "", "completed": p.completed])
                 }
                 if let count, done >= count {
                     try? await Task.sleep(nanoseconds: 300_000_000)  // let the verdict reach the sender

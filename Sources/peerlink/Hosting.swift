@@ -77,7 +77,7 @@ func printCommon(_ e: Session.Event, names: NameBook, out: Output, showMessages:
                  ["event": "message", "peer": from.description, "name": names.name(from), "text": text, "mode": mode.rawValue])
     case let .linkChanged(peer, link, medium, up, reason):
         out.emit("link \(link) to \(names.name(peer)) over \(medium.rawValue) \(up ? "up" : "down"): \(reason)",
-                 ["event": "link", "peer": peer.description, "link": link, "medium": medium.rawValue, "up": up, "reason": reason])
+                 ["event": "link", "peer": peer.description, "link": link, "medium": medium.rawValue, "up": up, "reason": reason.description])
     case let .carrierChanged(peer, link, role, reason):
         out.emit("\(role.rawValue) traffic to \(names.name(peer)) now on link \(link): \(reason)",
                  ["event": "carrier", "peer": peer.description, "link": link, "role": role.rawValue, "reason": reason])

@@ -46,7 +46,7 @@ final class MetricsTests: XCTestCase {
         metrics.observe(.carrierChanged(one, link: 1, role: .reliable, reason: "first link"))
         metrics.observe(.peerStateChanged(one, displayName: "one", state: .notConnected))
         metrics.observe(.carrierChanged(one, link: 4, role: .bulk, reason: "first link of the next session"))
-        metrics.observe(.linkChanged(PeerID(digest: Array(repeating: 1, count: 20)), link: 2, medium: Medium(rawValue: "tcp"), up: true, reason: "found"))
+        metrics.observe(.linkChanged(PeerID(digest: Array(repeating: 1, count: 20)), link: 2, medium: Medium(rawValue: "tcp"), up: true, reason: .authenticated(remote: "127.0.0.1:4000")))
         metrics.update(MetricsSnapshot(peersConnected: 1, peersFound: 2, linksUp: ["tcp": 2],
                                        pending: [OutboundCount(peer: PeerID(digest: Array(repeating: 2, count: 20)), state: .queued, count: 3)]))
 

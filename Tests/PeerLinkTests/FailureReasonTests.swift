@@ -91,7 +91,7 @@ final class FailureReasonTests: XCTestCase {
         // The sender believes the file has another SHA-256 (as after a change its size and
         // time did not show): the receiver's check must catch it.
         FileDigest.cache.remember([UInt8](repeating: 0xAB, count: 32), for: try FileIdentity(path: src))
-        let received = Task { () -> String? in
+        let received = Task { () -> ResourceFailure? in
             for await e in p.sa.events {
                 switch e {
                 case let .resourceOffered(o): try? await p.sa.accept(o, into: dir + "/inbox")
@@ -109,7 +109,8 @@ final class FailureReasonTests: XCTestCase {
             XCTAssertEqual("\(PeerLinkError.resourceFailed(failure))", "transfer failed: the receiver's SHA-256 check of 'notes.txt' failed")
         }
         let error = try await within(10, "the receiver's outcome") { await received.value }
-        XCTAssertEqual(error, "\(PeerLinkError.resourceFailed(.digestMismatch(name: "notes.txt", direction: .receiving)))")
+        XCTAssertEqual(error, .digestMismatch(name: "notes.txt", direction: .receiving))
+        XCTAssertEqual(error?.description, "SHA-256 mismatch: the received bytes of 'notes.txt' differ from the sender's file; discarded")
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/inbox/notes.txt"), "nothing kept under the final name")
     }
 
@@ -140,5 +141,60 @@ final class FailureReasonTests: XCTestCase {
             XCTAssertEqual(failure, FileFailure(path: store.keyPath, .readableByOthers(mode: 0o644)))
             XCTAssertEqual(failure.description, "\(store.keyPath) is readable by other users (mode 644); run: chmod 600 \(store.keyPath)")
         }
+    }
+
+    func testALinkSaysWhyItCameUpAndWhyItWentAway() async throws {
+        let net = MemoryNetwork()
+        let a = try Node(identity: Identity(), displayName: "alpha", transports: [MemoryTransport(network: net, address: "a")])
+        let b = try Node(identity: Identity(), displayName: "beta", transports: [MemoryTransport(network: net, address: "b")])
+        let sa = Session(node: a), sb = Session(node: b)
+        let adv = Advertiser(node: a, service: try ServiceType("reasons"), discoveries: [])
+        try await adv.start()
+        Task { for await inv in adv.invitations { inv.accept(into: sa) } }
+        let changes = Task { () -> [(up: Bool, reason: LinkChangeReason)] in
+            var seen: [(up: Bool, reason: LinkChangeReason)] = []
+            for await e in sb.events {
+                if case let .linkChanged(_, _, _, up, reason) = e { seen.append((up, reason)); if !up { break } }
+            }
+            return seen
+        }
+        let endpoint = TransportEndpoint(medium: .memory, host: "a", port: 0)
+        try await b.invite(PeerInfo(peerID: a.peerID, displayName: "alpha", info: [:], endpoints: [endpoint]), to: sb, timeout: .seconds(5))
+        net.drop("a")  // alpha's radio switched off: its connections close
+        let seen = try await within(10, "beta seeing its link come up and go away") { await changes.value }
+        XCTAssertEqual(seen.map(\.up), [true, false])
+        guard case let .authenticated(remote)? = seen.first?.reason else { return XCTFail("\(seen)") }
+        XCTAssertEqual(seen.first?.reason.description, "authenticated link to \(remote)")
+        XCTAssertEqual(seen.last?.reason, .closedByRemote)
+        XCTAssertEqual(seen.last?.reason.description, "closed by the remote")
+    }
+
+    func testAReceiverWhosePeerGoesAwaySaysSoAndKeepsThePartialFile() async throws {
+        let net = MemoryNetwork()
+        net.conditions = ["a": MemoryLinkConditions(bandwidth: 200_000)]  // 2 MB take ~10 s
+        let p = try await connectedPair(transportA: MemoryTransport(network: net, address: "a"),
+                                        transportB: MemoryTransport(network: net, address: "b"),
+                                        discovery: MemoryDiscovery(addressOf: { _ in "a" }))
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pl-gone-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        try Data(repeating: 0x5a, count: 2_000_000).write(to: URL(fileURLWithPath: dir + "/big.bin"))
+        let received = Task { () -> ResourceFailure? in
+            for await e in p.sa.events {
+                switch e {
+                case let .resourceOffered(o): try? await p.sa.accept(o, into: dir + "/in")
+                case let .resourceProgress(prog) where prog.completed > 0 && prog.direction == .receiving: net.drop("a")
+                case let .resourceFinished(_, _, error): return error
+                default: break
+                }
+            }
+            return nil
+        }
+        let sending = Task { try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID) }
+        let error = try await within(20, "the receiver's outcome") { await received.value }
+        sending.cancel()
+        XCTAssertEqual(error, .disconnected(reason: "closed by the remote"))
+        XCTAssertEqual(error?.description, "peer disconnected (closed by the remote); the partial file is kept to resume")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/in/.peerlink-partial").count, 1)
     }
 }

@@ -39,7 +39,7 @@ final class HashWhileSendingTests: XCTestCase {
                 case let .resourceOffered(o):
                     log.offered(o)
                     try? await p.sa.accept(o, into: inbox)
-                case let .resourceFinished(_, _, error): log.finished(error)
+                case let .resourceFinished(_, _, error): log.finished(error.map { "\($0)" })
                 default: break
                 }
             }

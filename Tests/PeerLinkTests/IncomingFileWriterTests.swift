@@ -66,8 +66,8 @@ final class IncomingFileWriterTests: XCTestCase {
 
     final class PathBox: @unchecked Sendable {
         private let lock = NSLock()
-        private var r: Result<String, PeerLinkError>?
-        func set(_ v: Result<String, PeerLinkError>) { lock.withLock { r = v } }
-        func get() -> Result<String, PeerLinkError>? { lock.withLock { r } }
+        private var r: Result<String, ResourceFailure>?
+        func set(_ v: Result<String, ResourceFailure>) { lock.withLock { r = v } }
+        func get() -> Result<String, ResourceFailure>? { lock.withLock { r } }
     }
 }

@@ -125,7 +125,7 @@ final class LinkHandoverTests: XCTestCase {
         let receiver = Task { () -> (String?, String?) in
             for await e in p.sa.events {
                 if case let .resourceOffered(o) = e { try? await p.sa.accept(o, into: inbox) }
-                if case let .resourceFinished(prog, path, error) = e, prog.direction == .receiving { return (path, error) }
+                if case let .resourceFinished(prog, path, error) = e, prog.direction == .receiving { return (path, error.map { "\($0)" }) }
             }
             return (nil, "events ended")
         }

@@ -141,7 +141,7 @@ final class ResourceLongWorkTests: XCTestCase {
             let watcher = Task {
                 for await e in p.sa.events {
                     if case let .resourceOffered(o) = e { try? await p.sa.accept(o, into: inbox) }
-                    if case let .resourceFinished(_, _, error?) = e { failures.add(error) }
+                    if case let .resourceFinished(_, _, error?) = e { failures.add("\(error)") }
                 }
             }
             for k in 0..<3 {

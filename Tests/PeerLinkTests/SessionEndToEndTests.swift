@@ -97,18 +97,19 @@ final class SessionEndToEndTests: XCTestCase {
         let bound = 3 * config.deadAfter.inSeconds
         let start = Date()
         net.cut("node-a")
-        async let a: (PeerID, String) = waitFor(p.sa, timeout: bound, "alpha noticing the silent cut") { e in
+        async let a: (PeerID, LinkChangeReason) = waitFor(p.sa, timeout: bound, "alpha noticing the silent cut") { e in
             if case let .linkChanged(peer, _, _, false, reason) = e { return (peer, reason) }; return nil
         }
-        async let b: (PeerID, String) = waitFor(p.sb, timeout: bound, "beta noticing the silent cut") { e in
+        async let b: (PeerID, LinkChangeReason) = waitFor(p.sb, timeout: bound, "beta noticing the silent cut") { e in
             if case let .linkChanged(peer, _, _, false, reason) = e { return (peer, reason) }; return nil
         }
         let (pa, pb) = try await (a, b)
         let took = Date().timeIntervalSince(start)
         XCTAssertEqual(pa.0, p.b.peerID)
         XCTAssertEqual(pb.0, p.a.peerID)
-        XCTAssertEqual(pa.1, "nothing received for 0.6 s (keepalive)", "the keepalive found it, not another mechanism")
-        XCTAssertEqual(pb.1, "nothing received for 0.6 s (keepalive)")
+        XCTAssertEqual(pa.1, .silent(for: config.deadAfter), "the keepalive found it, not another mechanism")
+        XCTAssertEqual(pb.1, .silent(for: config.deadAfter))
+        XCTAssertEqual(pa.1.description, "nothing received for 0.6 s (keepalive)")
         XCTAssertLessThan(took, bound, "both sides noticed within \(bound) s")
         let ended = await waitUntil(timeout: 2) { await p.sa.connectedPeers().isEmpty }
         XCTAssertTrue(ended, "the peer is gone once its only link died")
@@ -216,7 +217,7 @@ final class ResourceCancellationTests: XCTestCase {
         let (p, dir) = try await slowPair()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // One consumer of the receiver's events: accepts the offer, returns the outcome.
-        let receiver = Task { () -> String? in
+        let receiver = Task { () -> ResourceFailure? in
             for await e in p.sa.events {
                 if case let .resourceOffered(o) = e { try? await p.sa.accept(o, into: dir + "/in") }
                 if case let .resourceFinished(_, _, error) = e { return error }
@@ -228,7 +229,8 @@ final class ResourceCancellationTests: XCTestCase {
         sending.cancel()
         do { try await within(10, "the cancelled send to end") { try await sending.value }; XCTFail("cancelled send must throw") } catch is CancellationError {}
         let error = try await within(10, "the receiver's resourceFinished") { await receiver.value }
-        XCTAssertTrue(error?.contains("cancelled by the sender") ?? false, "\(String(describing: error))")
+        XCTAssertEqual(error, .cancelledBySender(name: "big.bin"))
+        XCTAssertEqual(error?.description, "cancelled by the sender; the partial file is kept to resume")
         let parts = try FileManager.default.contentsOfDirectory(atPath: dir + "/in/.peerlink-partial")
         XCTAssertEqual(parts.count, 1, "the partial file is kept for a later resume")
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/in/big.bin"))
@@ -237,21 +239,26 @@ final class ResourceCancellationTests: XCTestCase {
     func testReceiverCancellationFailsTheSender() async throws {
         let (p, dir) = try await slowPair()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        Task {
+        let receiver = Task { () -> ResourceFailure? in
             for await e in p.sa.events {
                 if case let .resourceOffered(o) = e {
-                    try await p.sa.accept(o, into: dir + "/in")
-                    try await Task.sleep(nanoseconds: 1_000_000_000)
+                    try? await p.sa.accept(o, into: dir + "/in")
+                    try? await Task.sleep(nanoseconds: 1_000_000_000)
                     await p.sa.cancel(o)
                 }
+                if case let .resourceFinished(_, _, error) = e { return error }
             }
+            return nil
         }
         do {
             try await within(20, "the send the receiver cancelled to end") { try await p.sb.sendResource(at: dir + "/big.bin", to: p.a.peerID) }
             XCTFail("the receiver cancelled; the send must fail")
         } catch let e as PeerLinkError {
-            XCTAssertTrue("\(e)".contains("receiver cancelled"), "\(e)")
+            XCTAssertEqual(e, .resourceFailed(.cancelledByReceiver(name: "big.bin")))
+            XCTAssertEqual(e.description, "transfer failed: the receiver cancelled 'big.bin'")
         }
+        let error = try await within(10, "the receiver's resourceFinished") { await receiver.value }
+        XCTAssertEqual(error, .cancelledByReceiver(name: "big.bin"))
     }
 }
 

@@ -94,7 +94,7 @@ final class StreamBufferTests: XCTestCase {
             do { _ = try await failed.next(); return "no error" } catch { return "\(error)" }
         }
         try await Task.sleep(nanoseconds: 50_000_000)
-        failed.finish(.resourceFailed(.cancelledBySender))
+        failed.finish(.resourceFailed(.cancelledBySender(name: nil)))
         let why = try await within(10, "the waiting reader to learn the end") { await waiting.value }
         XCTAssertEqual(why, "transfer failed: stream cancelled by the sender")
     }

@@ -112,7 +112,7 @@ final class IncomingFileWriter: @unchecked Sendable {
     /// After every write: whether the file holds `size` bytes whose SHA-256 is `sha256`; if so
     /// it is moved to a unique name in `directory` and `completion` gets that path.
     func finish(sha256: [UInt8], directory: String, name: String,
-                completion: @escaping @Sendable (Result<String, PeerLinkError>) -> Void) {
+                completion: @escaping @Sendable (Result<String, ResourceFailure>) -> Void) {
         Runtime.post(on: queue) { [self] in
             if let failure {
                 if case let .failed(_, reason) = failure { completion(.failure(.file(reason))) } else {
@@ -121,14 +121,14 @@ final class IncomingFileWriter: @unchecked Sendable {
                 return
             }
             guard held == size else {
-                completion(.failure(.resourceFailed(.incomplete(received: held, size: size))))
+                completion(.failure(.incomplete(received: held, size: size)))
                 return
             }
             Glibc.close(fd)
             fd = -1
             guard Array(hasher.finalize()) == sha256 else {
                 try? FileManager.default.removeItem(atPath: partPath)
-                completion(.failure(.resourceFailed(.digestMismatch(name: name, direction: .receiving))))
+                completion(.failure(.digestMismatch(name: name, direction: .receiving)))
                 return
             }
             let dest = SafeFileName.unique(in: directory, name: name)

@@ -72,6 +72,15 @@ public struct DialFailure: Error, Equatable, Sendable, CustomStringConvertible {
         /// An error of another kind, as text.
         case other(String)
 
+        /// The cause `error` is: a transport or link error as such, any other as its text.
+        init(_ error: any Error) {
+            switch error {
+            case let e as TransportError: self = .transport(e)
+            case let e as LinkError: self = .link(e)
+            default: self = .other("\(error)")
+            }
+        }
+
         /// The underlying error's own wording.
         public var description: String {
             switch self {

@@ -115,7 +115,7 @@ extension PeerChannel {
             case let .leave(id, medium, _):
                 if let l = upgradeLink, let link = links[l], link.medium.rawValue == medium {
                     upgradeLink = nil
-                    linkGone(l, reason: "the \(medium) set-up was taken down")
+                    linkGone(l, reason: .setUpTakenDown(medium: link.medium))
                 }
                 if let u = upgrader(medium) {
                     let key = UpgradeID(peer: peer, id: id)

@@ -100,7 +100,7 @@ package actor PeerChannel {
         core.sharedMinor = min(UInt8(PeerLinkProtocol.minor), link.remoteHello.minor)
         core.linkUp(link.id, now: Runtime.milliseconds())
         applyPolicy()
-        session.emit(.linkChanged(peer, link: link.id, medium: link.medium, up: true, reason: "authenticated link to \(link.connection.remoteDescription)"))
+        session.emit(.linkChanged(peer, link: link.id, medium: link.medium, up: true, reason: .authenticated(remote: link.connection.remoteDescription)))
         if state != .connected {
             state = .connected
             session.emit(.peerStateChanged(peer, displayName: displayName, state: .connected))
@@ -113,9 +113,9 @@ package actor PeerChannel {
                     guard let self else { return }
                     await self.received(consume frames, on: link.id)
                 }
-                await self?.linkGone(link.id, reason: "closed by the remote")
+                await self?.linkGone(link.id, reason: .closedByRemote)
             } catch {
-                await self?.linkGone(link.id, reason: "\(error)")
+                await self?.linkGone(link.id, reason: .failed(DialFailure.Cause(error)))
             }
         }
         process()
@@ -203,7 +203,7 @@ package actor PeerChannel {
     }
 
 
-    func linkGone(_ id: LinkID, reason: String) {
+    func linkGone(_ id: LinkID, reason: LinkChangeReason) {
         guard let link = links.removeValue(forKey: id) else { return }
         _ = linkSet.remove(id)
         link.close()
@@ -212,9 +212,9 @@ package actor PeerChannel {
         applyPolicy()
         session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: reason))
         session.linkDown(peer, id)
-        upgradeNoticeLinkDown(id, reason: reason)
+        upgradeNoticeLinkDown(id, reason: reason.description)
         process()
-        if links.isEmpty { end(reason: reason) }
+        if links.isEmpty { end(reason: reason.description) }
     }
 
     /// Leaves gracefully: tells the peer on every link, lets the frames out, then closes.
@@ -283,17 +283,17 @@ package actor PeerChannel {
         case let .message(bytes, reliable):
             session.emit(.message(from: peer, bytes: bytes, mode: reliable ? .reliable : .unreliable))
         case let .linkDead(id):
-            let seconds = core.config.deadAfter.inSeconds
+            let silent = LinkChangeReason.silent(for: core.config.deadAfter)
             if let link = links.removeValue(forKey: id) {
                 _ = linkSet.remove(id)
                 link.close()
                 session.wire.linkEnded(link)
-                session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: "nothing received for \(seconds) s (keepalive)"))
+                session.emit(.linkChanged(peer, link: id, medium: link.medium, up: false, reason: silent))
                 session.linkDown(peer, id)
-                upgradeNoticeLinkDown(id, reason: "nothing received for \(seconds) s (keepalive)")
+                upgradeNoticeLinkDown(id, reason: silent.description)
             }
             applyPolicy()
-            if links.isEmpty { end(reason: "no traffic for \(seconds) s") }
+            if links.isEmpty { end(reason: "no traffic for \(core.config.deadAfter.inSeconds) s") }
         case let .roundTrip(link, ms):
             session.emit(.roundTrip(peer, link: link, rtt: .milliseconds(clamping: ms)))
             if links.count > 1 { applyPolicy() }
@@ -320,7 +320,7 @@ package actor PeerChannel {
             upgrade.bulkActivity(now: Runtime.milliseconds())
         case let .streamClosed(id, status):
             if let s = incomingStreams.removeValue(forKey: id) {
-                s.buffer.finish(status == .finished ? nil : .resourceFailed(.cancelledBySender))
+                s.buffer.finish(status == .finished ? nil : .resourceFailed(.cancelledBySender(name: nil)))
             } else {
                 refused.insert(id)  // our outgoing stream or resource, cancelled by the receiver
             }
@@ -408,7 +408,7 @@ package actor PeerChannel {
     }
 
     /// A file's verification, back on this actor.
-    func resourceVerified(_ id: UInt32, _ result: Result<String, PeerLinkError>) { resources.verified(id, result, in: self) }
+    func resourceVerified(_ id: UInt32, _ result: Result<String, ResourceFailure>) { resources.verified(id, result, in: self) }
 
     // MARK: streams
 

@@ -19,12 +19,13 @@ public final class Session: Sendable {
         case resourceOffered(ResourceOffer)
         /// Bytes of a resource were hashed, verified or transferred, in either direction.
         case resourceProgress(ResourceProgress)
-        /// A resource finished in either direction; `path` is where a received file now is.
-        case resourceFinished(ResourceProgress, path: String?, error: String?)
+        /// A resource finished in either direction: `path` is where a received file now is, or
+        /// `error` says why it failed.
+        case resourceFinished(ResourceProgress, path: String?, error: ResourceFailure?)
         /// The peer opened a byte stream to this node; read it to the end or cancel it.
         case streamOpened(IncomingStream)
-        /// A link to a peer came up or went away, with the reason.
-        case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: String)
+        /// A link to a peer came up or went away, and why.
+        case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: LinkChangeReason)
         /// `role`'s traffic to the peer now goes over `link`, for `reason` (the policy's
         /// choice, or a fallback while the chosen link is silent).
         case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: String)

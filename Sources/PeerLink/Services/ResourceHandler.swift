@@ -43,7 +43,7 @@ final class ResourceHandler: PeerProtocolHandler {
             channel.session.emit(.resourceOffered(offer))
         case let .resourceDigest(id, sha):
             if case let .unexpected(why)? = receiving[id]?.account.digestArrived(sha) {
-                failResource(id, "\(why); the partial file is kept to resume", in: channel)
+                failResource(id, .unexpectedDigest(detail: why), in: channel)
             }
         case let .resourceAccepted(id, offset):
             outgoing[id]?.accepted(offset: offset)
@@ -75,7 +75,7 @@ final class ResourceHandler: PeerProtocolHandler {
         for (_, f) in receiving {
             f.writer.close()
             channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil,
-                                                   error: "peer disconnected (\(reason)); the partial file is kept to resume"))
+                                                   error: .disconnected(reason: reason)))
         }
         receiving.removeAll()
     }
@@ -203,7 +203,7 @@ final class ResourceHandler: PeerProtocolHandler {
                     return
                 case .finished(ok: false):
                     let done = ResourceProgress(peer: peer, name: name, direction: .sending, completed: r.sent, total: size, resumedFrom: r.start)
-                    channel.session.emit(.resourceFinished(done, path: path, error: "the receiver's SHA-256 check failed"))
+                    channel.session.emit(.resourceFinished(done, path: path, error: .digestMismatch(name: name, direction: .sending)))
                     throw PeerLinkError.resourceFailed(.digestMismatch(name: name, direction: .sending))
                 case let .refused(reason?):
                     throw PeerLinkError.resourceRefused(name: name, reason: reason)
@@ -235,7 +235,7 @@ final class ResourceHandler: PeerProtocolHandler {
             channel.core.close(stream: offer.stream, cancel: true, now: Runtime.milliseconds())
             channel.process()
         } else if receiving[offer.stream] != nil {
-            failResource(offer.stream, "cancelled by the receiver; the partial file is kept to resume", in: channel)
+            failResource(offer.stream, .cancelledByReceiver(name: offer.name), in: channel)
             channel.process()
         }
     }
@@ -328,7 +328,7 @@ final class ResourceHandler: PeerProtocolHandler {
         case .write?:
             unwritten[id, default: []].append(bytes)
         case let .overrun(announced)?:
-            failResource(id, "the sender sent more than the announced \(announced) bytes", in: channel)
+            failResource(id, .overrun(announced: announced), in: channel)
         case nil:
             return
         }
@@ -365,17 +365,17 @@ final class ResourceHandler: PeerProtocolHandler {
             channel.core.consumed(count, of: id, now: Runtime.milliseconds())
         case let .failure(.diskFull(held)):
             receiving[id]?.account.stopped(holding: held)
-            failResource(id, "the disk is full after \(ByteCount.text(held)) of \(ByteCount.text(f.offer.size)); the partial file is kept to resume",
+            failResource(id, .diskFull(held: held, size: f.offer.size),
                          telling: f.account.failure(diskFull: true, held: held, reason: ""), in: channel)
         case let .failure(.failed(held, reason)):
             receiving[id]?.account.stopped(holding: held)
-            failResource(id, "\(reason); the partial file is kept to resume",
+            failResource(id, .writeFailed(reason),
                          telling: f.account.failure(diskFull: false, held: held, reason: reason.description), in: channel)
         }
         channel.process()
     }
 
-    private func failResource(_ id: UInt32, _ why: String, telling reason: ResourceError? = nil, in channel: isolated PeerChannel) {
+    private func failResource(_ id: UInt32, _ why: ResourceFailure, telling reason: ResourceError? = nil, in channel: isolated PeerChannel) {
         flushFileBytes(in: channel)  // what arrived before the failure is kept for a resume
         guard let f = receiving.removeValue(forKey: id) else { return }
         f.writer.close()
@@ -388,7 +388,7 @@ final class ResourceHandler: PeerProtocolHandler {
         guard status == .finished else {
             receiving[id] = nil
             f.writer.close()
-            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: "cancelled by the sender; the partial file is kept to resume"))
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: .cancelledBySender(name: f.offer.name)))
             return
         }
         // Every byte is hashed as it is written: verifying is a comparison, off this actor.
@@ -397,16 +397,16 @@ final class ResourceHandler: PeerProtocolHandler {
             f.writer.finish(sha256: sha, directory: f.directory, name: f.offer.name) { [weak channel] result in
                 Task { await channel?.resourceVerified(id, result) }
             }
-        case let .failure(why):
+        case .failure(.noDigest):
             receiving[id] = nil
             f.writer.close()
             channel.core.finishResource(id, ok: false, now: Runtime.milliseconds())
-            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: "\(why)"))
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: .endedWithoutDigest))
             channel.process()
         }
     }
 
-    func verified(_ id: UInt32, _ result: Result<String, PeerLinkError>, in channel: isolated PeerChannel) {
+    func verified(_ id: UInt32, _ result: Result<String, ResourceFailure>, in channel: isolated PeerChannel) {
         guard var f = receiving.removeValue(forKey: id) else { return }
         switch result {
         case let .success(path):
@@ -415,7 +415,7 @@ final class ResourceHandler: PeerProtocolHandler {
             channel.session.emit(.resourceFinished(progress(f, channel.peer), path: path, error: nil))
         case let .failure(e):
             channel.core.finishResource(id, ok: false, now: Runtime.milliseconds())
-            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: "\(e)"))
+            channel.session.emit(.resourceFinished(progress(f, channel.peer), path: nil, error: e))
         }
         channel.process()
     }
