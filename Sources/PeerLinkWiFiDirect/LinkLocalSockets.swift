@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -90,19 +91,21 @@ public enum LinkLocalSockets {
 }
 
 /// A TCP listener bound to one interface (see `LinkLocalSockets.listen`).
-public final class LinkLocalListener: @unchecked Sendable {
+public final class LinkLocalListener: Sendable {
     /// The listening socket; closed by `close()` or when the listener is released.
     public let fd: Int32
     /// The TCP port bound (the kernel's choice when 0 was asked for).
     public let port: UInt16
     /// The interface the socket is bound to (`SO_BINDTODEVICE`).
     public let interface: String
-    private let lock = NSLock()
-    private var closed = false
-    /// Accepts under way: while one waits on `fd`, `close()` leaves the descriptor to it (a
-    /// number closed under a waiting call could be reused by another file first).
-    private var accepting = 0
-    private var fdClosed = false
+    private struct State {
+        var closed = false
+        /// Accepts under way: while one waits on `fd`, `close()` leaves the descriptor to it (a
+        /// number closed under a waiting call could be reused by another file first).
+        var accepting = 0
+        var fdClosed = false
+    }
+    private let state = Mutex(State())
 
     init(fd: Int32, port: UInt16, interface: String) {
         self.fd = fd
@@ -119,15 +122,15 @@ public final class LinkLocalListener: @unchecked Sendable {
     }
 
     func acceptBlocking(timeout: Double) throws -> (fd: Int32, peer: String) {
-        try lock.withLock {
-            if closed { throw TransportError.closed }
-            accepting += 1
+        try state.withLock { s throws(TransportError) in
+            if s.closed { throw TransportError.closed }
+            s.accepting += 1
         }
         defer {
-            let closeNow: Bool = lock.withLock {
-                accepting -= 1
-                guard closed, accepting == 0, !fdClosed else { return false }
-                fdClosed = true
+            let closeNow: Bool = state.withLock { s in
+                s.accepting -= 1
+                guard s.closed, s.accepting == 0, !s.fdClosed else { return false }
+                s.fdClosed = true
                 return true
             }
             if closeNow { Glibc.close(fd) }
@@ -141,7 +144,7 @@ public final class LinkLocalListener: @unchecked Sendable {
             if n == 0 { throw TransportError.timedOut(operation: "accept on \(interface)", after: .seconds(timeout)) }
             break
         }
-        if lock.withLock({ closed }) { throw TransportError.closed }
+        if state.withLock({ $0.closed }) { throw TransportError.closed }
         var st = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let c = withUnsafeMutablePointer(to: &st) { p in
@@ -156,11 +159,11 @@ public final class LinkLocalListener: @unchecked Sendable {
     /// Closes the socket; a waiting `accept` wakes (shutdown), throws, and closes the
     /// descriptor as it leaves.
     public func close() {
-        let (first, closeNow): (Bool, Bool) = lock.withLock {
-            let first = !closed
-            closed = true
-            guard first, accepting == 0 else { return (first, false) }
-            fdClosed = true
+        let (first, closeNow): (Bool, Bool) = state.withLock { s in
+            let first = !s.closed
+            s.closed = true
+            guard first, s.accepting == 0 else { return (first, false) }
+            s.fdClosed = true
             return (true, true)
         }
         guard first else { return }

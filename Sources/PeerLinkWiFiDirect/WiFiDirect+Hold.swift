@@ -11,7 +11,7 @@ extension WiFiDirect {
     /// Returns how long adding took (zero when wpa_supplicant already had the radio); the
     /// hold stands even when it throws.
     public func holdRadio(interface: String) async throws -> Duration {
-        lock.withLock { holds[interface, default: 0] += 1 }
+        state.withLock { $0.holds[interface, default: 0] += 1 }
         return try await offThePool {
             self.watchForRestarts(try self.connection())
             return try self.addRadio(interface)
@@ -21,9 +21,9 @@ extension WiFiDirect {
     /// Ends one `holdRadio(interface:)`; after the last, the radio leaves wpa_supplicant if
     /// PeerLink added it and no group uses it (as `leave` does).
     public func releaseRadio(interface: String) async {
-        let last: Bool = lock.withLock {
-            guard let n = holds[interface] else { return false }
-            holds[interface] = n > 1 ? n - 1 : nil
+        let last: Bool = state.withLock { s in
+            guard let n = s.holds[interface] else { return false }
+            s.holds[interface] = n > 1 ? n - 1 : nil
             return n == 1
         }
         if last { await releaseUnusedRadios() }
@@ -45,28 +45,28 @@ extension WiFiDirect {
     /// (NetworkManager's) is left to its owner, who adds it again itself: adding it first
     /// would make it PeerLink's to remove.
     func watchForRestarts(_ bus: WPASupplicantBus) {
-        let first: Bool = lock.withLock {
-            guard restartWatch !== bus else { return false }
-            restartWatch = bus
+        let first: Bool = state.withLock { s in
+            guard s.restartWatch !== bus else { return false }
+            s.restartWatch = bus
             return true
         }
         guard first else { return }
         _ = bus.signals.subscribe { [weak self] s in
             guard let self, let present = s.supplicantPresence else { return }
             guard present else {
-                self.lock.withLock {
-                    self.addedBeforeRestart.formUnion(self.created.keys)
-                    self.created.removeAll()
+                self.state.withLock { s in
+                    s.addedBeforeRestart.formUnion(s.created.keys)
+                    s.created.removeAll()
                 }
                 return
             }
-            let held: [String] = self.lock.withLock {
-                defer { self.addedBeforeRestart = [] }
-                return self.addedBeforeRestart.filter { self.holds[$0] != nil }
+            let held: [String] = self.state.withLock { s in
+                defer { s.addedBeforeRestart = [] }
+                return s.addedBeforeRestart.filter { s.holds[$0] != nil }
             }
             guard !held.isEmpty else { return }
             BlockingCall.detach("pl.wifi.rehold") {
-                for radio in held.sorted() where self.lock.withLock({ self.holds[radio] != nil }) { _ = try? self.addRadio(radio) }
+                for radio in held.sorted() where self.state.withLock({ $0.holds[radio] != nil }) { _ = try? self.addRadio(radio) }
             }
         }
     }

@@ -12,16 +12,16 @@ extension WiFiDirect {
 
     /// Leaves every group this `WiFiDirect` set up (a node that stops).
     public func leaveAll() async {
-        let ids = lock.withLock { Array(live.keys) }
+        let ids = state.withLock { Array($0.live.keys) }
         _ = try? await offThePool { for id in ids { self.leaveBlocking(id) } }
     }
 
     /// Whether `group` is still set up (not left by this node; it may have ended otherwise).
-    public func isActive(_ group: WiFiGroup) -> Bool { lock.withLock { live[group.id] != nil } }
+    public func isActive(_ group: WiFiGroup) -> Bool { state.withLock { $0.live[group.id] != nil } }
 
     func leaveBlocking(_ id: WiFiGroupID) {
-        guard let g = lock.withLock({ live.removeValue(forKey: id) }) else { return }
-        let streams = lock.withLock { sinks.removeValue(forKey: id).map { Array($0.values) } ?? [] }
+        guard let g = state.withLock({ $0.live.removeValue(forKey: id) }) else { return }
+        let streams = state.withLock { $0.sinks.removeValue(forKey: id).map { Array($0.values) } ?? [] }
         for s in streams { s.yield(.ended(.left)); s.finish() }
         guard let bus = try? connection() else { return }
         if let groupInterface = g.groupInterfacePath {
@@ -54,7 +54,7 @@ extension WiFiDirect {
     /// which the stream finishes). Subscribe right after forming or joining.
     public func events(of group: WiFiGroup) -> AsyncStream<WiFiGroupEvent> {
         AsyncStream { continuation in
-            guard let g = lock.withLock({ live[group.id] }) else {
+            guard let g = state.withLock({ $0.live[group.id] }) else {
                 continuation.yield(.ended(.left))
                 continuation.finish()
                 return
@@ -66,10 +66,10 @@ extension WiFiDirect {
                 return
             }
             let watch = g.watch
-            let key: Int = lock.withLock {
-                nextSink += 1
-                sinks[group.id, default: [:]][nextSink] = continuation
-                return nextSink
+            let key: Int = state.withLock { s in
+                s.nextSink += 1
+                s.sinks[group.id, default: [:]][s.nextSink] = continuation
+                return s.nextSink
             }
             let sub = bus.signals.subscribe { s in
                 guard let e = WiFiGroupEvents.classify(s, watch) else { return }
@@ -78,7 +78,7 @@ extension WiFiDirect {
             }
             continuation.onTermination = { [weak self] _ in
                 bus.signals.unsubscribe(sub)
-                self?.lock.withLock { _ = self?.sinks[group.id]?.removeValue(forKey: key) }
+                self?.state.withLock { _ = $0.sinks[group.id]?.removeValue(forKey: key) }
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import Synchronization
 
 /// Wi-Fi Direct groups and soft-APs through the system's own wpa_supplicant, over its D-Bus
 /// API (`fi.w1.wpa_supplicant1`, the one NetworkManager uses). It adds a radio to
@@ -9,26 +10,30 @@ import PeerLink
 ///
 /// Every blocking D-Bus or netlink exchange runs on a thread of its own (`BlockingCall`);
 /// the methods are `async` and never block a Swift concurrency thread or a shared queue.
-public final class WiFiDirect: @unchecked Sendable {
+public final class WiFiDirect: Sendable {
     /// The D-Bus address wpa_supplicant is on; nil means the system bus.
     public let busAddress: String?
     let sysClassNet: String
 
-    let lock = NSLock()
-    private var bus: WPASupplicantBus?
-    /// Groups set up and not yet left.
-    var live: [WiFiGroupID: LiveGroup] = [:]
-    /// Radios PeerLink added to wpa_supplicant: interface name → object path.
-    var created: [String: String] = [:]
-    /// Radios kept under wpa_supplicant (`holdRadio`), with how many holds each has.
-    var holds: [String: Int] = [:]
-    /// The bus connection whose wpa_supplicant restarts re-add held radios.
-    weak var restartWatch: WPASupplicantBus?
-    /// Radios PeerLink had added to a wpa_supplicant that left the bus, until it is back.
-    var addedBeforeRestart: Set<String> = []
-    /// Event streams per group, so that `leave` can end them with `.left`.
-    var sinks: [WiFiGroupID: [Int: AsyncStream<WiFiGroupEvent>.Continuation]] = [:]
-    var nextSink = 0
+    /// What the groups, radios and streams of this client are now.
+    struct State {
+        var bus: WPASupplicantBus?
+        /// Groups set up and not yet left.
+        var live: [WiFiGroupID: LiveGroup] = [:]
+        /// Radios PeerLink added to wpa_supplicant: interface name → object path.
+        var created: [String: String] = [:]
+        /// Radios kept under wpa_supplicant (`holdRadio`), with how many holds each has.
+        var holds: [String: Int] = [:]
+        /// The bus connection whose wpa_supplicant restarts re-add held radios.
+        weak var restartWatch: WPASupplicantBus?
+        /// Radios PeerLink had added to a wpa_supplicant that left the bus, until it is back.
+        var addedBeforeRestart: Set<String> = []
+        /// Event streams per group, so that `leave` can end them with `.left`.
+        var sinks: [WiFiGroupID: [Int: AsyncStream<WiFiGroupEvent>.Continuation]] = [:]
+        var nextSink = 0
+    }
+    /// Held only for reads and updates of the state, never across a D-Bus call or a wait.
+    let state = Mutex(State())
 
     /// What `leave` needs to undo a group.
     struct LiveGroup: Sendable {
@@ -63,9 +68,9 @@ public final class WiFiDirect: @unchecked Sendable {
 
     /// The bus connection, made (again) when there is none or it was lost.
     func connection() throws -> WPASupplicantBus {
-        if let b = lock.withLock({ bus }), !b.isDisconnected { return b }
+        if let b = state.withLock({ $0.bus }), !b.isDisconnected { return b }
         let b = try WPASupplicantBus(address: busAddress)
-        lock.withLock { bus = b }
+        state.withLock { $0.bus = b }
         return b
     }
 
@@ -94,13 +99,13 @@ public final class WiFiDirect: @unchecked Sendable {
     /// P2P group it runs (`wpa_supplicant_deinit_iface` calls `wpas_p2p_group_remove(wpa_s,
     /// "*")`), ours and NetworkManager's alike. Such interfaces go at a later leave.
     func releaseRadios(_ bus: WPASupplicantBus) {
-        let unused: [String: String] = lock.withLock {
-            created.filter { name, _ in holds[name] == nil && !live.values.contains { $0.group.radio == name } }
+        let unused: [String: String] = state.withLock { s in
+            s.created.filter { name, _ in s.holds[name] == nil && !s.live.values.contains { $0.group.radio == name } }
         }
         guard !unused.isEmpty, !p2pGroupsRunning(bus) else { return }
         for (radio, path) in unused.sorted(by: { $0.key < $1.key }) {
             if (try? bus.removeInterface(path)) != nil || (try? bus.interfacePath(radio)) == nil {
-                lock.withLock { _ = created.removeValue(forKey: radio) }
+                state.withLock { _ = $0.created.removeValue(forKey: radio) }
             }
         }
     }
@@ -130,7 +135,7 @@ public final class WiFiDirect: @unchecked Sendable {
         return try timings.measure(.addInterface) {
             do {
                 let p = try bus.createInterface(radio)
-                lock.withLock { created[radio] = p }
+                state.withLock { $0.created[radio] = p }
                 return p
             } catch let e where WPASupplicantBus.errorName(e) == "fi.w1.wpa_supplicant1.InterfaceExists" {
                 guard let p = try bus.interfacePath(radio) else { throw e }
@@ -212,10 +217,10 @@ public final class WiFiDirect: @unchecked Sendable {
     }
 
     /// Registers a group for `leave` and `events`.
-    func register(_ g: LiveGroup) { lock.withLock { live[g.group.id] = g } }
+    func register(_ g: LiveGroup) { state.withLock { $0.live[g.group.id] = g } }
 
     /// Whether another live group still uses `radio`.
-    func radioInUse(_ radio: String) -> Bool { lock.withLock { live.values.contains { $0.group.radio == radio } } }
+    func radioInUse(_ radio: String) -> Bool { state.withLock { $0.live.values.contains { $0.group.radio == radio } } }
 }
 
 /// Step timings as they are measured.

@@ -2,27 +2,30 @@ import Foundation
 import PeerLink
 import PeerLinkCore
 import PeerLinkWire
+import Synchronization
 
 /// The Wi-Fi Direct medium's plug-in for negotiated links: forms a group (Wi-Fi Direct group
 /// owner, or a soft-AP where the radio lacks P2P) through the system's wpa_supplicant when the
 /// session asks it to host, joins the peer's group when it asks it to join, and leaves the
 /// group when the negotiation ends. Register it with `Node(upgraders:)`.
-public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
+public final class WiFiDirectUpgrader: LinkUpgrading, Sendable {
     public let medium = Medium.wifiDirect
     public let transport: Transport = WiFiDirectTransport()
     /// The wpa_supplicant client that forms, joins and leaves the groups.
     public let wifi: WiFiDirect
     /// The radio asked for (`--wifi`), or nil for the first one that can do it.
     public let requestedInterface: String?
-    private let lock = NSLock()
-    private var chosen: (interface: String, report: WiFiRadioReport)?
-    private var groups: [UpgradeID: (group: WiFiGroup, listener: TransportListener?, ahead: Duration?)] = [:]
-    /// Joins being prepared (`prepare`), so that `join` and `leave` wait for them; each
-    /// says how long putting the radio under wpa_supplicant took (nil: it failed).
-    private var preparing: [UpgradeID: Task<Duration?, Never>] = [:]
-    /// One per `standBy` not yet stood down: the radio it holds under wpa_supplicant (nil
-    /// when none could be chosen).
-    private var standing: [Task<String?, Never>] = []
+    private struct State {
+        var chosen: (interface: String, report: WiFiRadioReport)?
+        var groups: [UpgradeID: (group: WiFiGroup, listener: TransportListener?, ahead: Duration?)] = [:]
+        /// Joins being prepared (`prepare`), so that `join` and `leave` wait for them; each
+        /// says how long putting the radio under wpa_supplicant took (nil: it failed).
+        var preparing: [UpgradeID: Task<Duration?, Never>] = [:]
+        /// One per `standBy` not yet stood down: the radio it holds under wpa_supplicant (nil
+        /// when none could be chosen).
+        var standing: [Task<String?, Never>] = []
+    }
+    private let state = Mutex(State())
 
     /// Makes an upgrader that drives groups through `wifi` on the radio `interface`, or with nil
     /// on the first radio that can form or join one.
@@ -33,7 +36,7 @@ public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
 
     /// The radio used and what it can do, or why none can be used.
     func radio() async -> Result<(interface: String, report: WiFiRadioReport), WiFiDirectUnavailable> {
-        if let c = lock.withLock({ chosen }) { return .success(c) }
+        if let c = state.withLock({ $0.chosen }) { return .success(c) }
         let names: [String]
         if let requestedInterface { names = [requestedInterface] } else { names = await wifi.radios().map(\.interface) }
         guard !names.isEmpty else { return .failure(WiFiDirectUnavailable("this machine has no Wi-Fi radio")) }
@@ -42,7 +45,7 @@ public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
             do {
                 let r = try await wifi.probe(interface: n)
                 if r.p2p.available || r.softAP.available {
-                    lock.withLock { chosen = (n, r) }
+                    state.withLock { $0.chosen = (n, r) }
                     return .success((n, r))
                 }
                 reasons.append("\(n): \(r.p2p.detail)")
@@ -70,7 +73,7 @@ public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
             : try await wifi.startSoftAP(interface: interface)
         do {
             let listener = try listen(WiFiDirectTransport(interface: group.interface))
-            lock.withLock { groups[id] = (group, listener, nil) }
+            state.withLock { $0.groups[id] = (group, listener, nil) }
             return WiFiDirectParameters(credentials: group.credentials, address: group.linkLocalAddress, port: listener.port).encoded
         } catch {
             await wifi.leave(group)
@@ -87,19 +90,19 @@ public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
             _ = try? await wifi.holdRadio(interface: interface)
             return interface
         }
-        lock.withLock { standing.append(task) }
+        state.withLock { $0.standing.append(task) }
     }
 
     /// Ends one `standBy`; after the last, the radio goes back as it was unless a group uses it.
     public func standDown() async {
-        guard let task = lock.withLock({ standing.isEmpty ? nil : standing.removeFirst() }) else { return }
+        guard let task = state.withLock({ $0.standing.isEmpty ? nil : $0.standing.removeFirst() }) else { return }
         if let interface = await task.value { await wifi.releaseRadio(interface: interface) }
     }
 
     /// Waits for a radio still being put under wpa_supplicant by `standBy`, rather than
     /// adding it a second time beside it.
     private func radioStandingBy() async {
-        for t in lock.withLock({ standing }) { _ = await t.value }
+        for t in state.withLock({ $0.standing }) { _ = await t.value }
     }
 
     /// Puts the radio under wpa_supplicant while the host forms its group (the first step of
@@ -109,23 +112,23 @@ public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
             guard case let .success((interface, _)) = await radio() else { return nil }
             return try? await wifi.prepareToJoin(interface: interface)
         }
-        lock.withLock { preparing[id] = task }
+        state.withLock { $0.preparing[id] = task }
     }
 
     package func join(_ id: UpgradeID, parameters: [LinkSetup.Parameter]) async throws -> TransportEndpoint {
         await radioStandingBy()
-        let ahead = await lock.withLock({ preparing[id] })?.value ?? nil
+        let ahead = await state.withLock({ $0.preparing[id] })?.value ?? nil
         let p = try WiFiDirectParameters(parameters)
         let (interface, _) = try await radio().get()
         let group = try await wifi.joinGroup(interface: interface, credentials: p.credentials)
-        lock.withLock { groups[id] = (group, nil, ahead) }
+        state.withLock { $0.groups[id] = (group, nil, ahead) }
         return TransportEndpoint(medium: .wifiDirect, host: LinkLocalSockets.scoped(p.address, interface: group.interface), port: p.port)
     }
 
     /// "go on p2p-wlan0-0: add-interface 0.41 s, start-group 0.18 s, link-local 0.00 s
     /// (optimistic)"; a joiner's says what it did ahead ("radio added ahead in 0.45 s").
     public func setUpSummary(_ id: UpgradeID) -> String {
-        guard let g = lock.withLock({ groups[id] }) else { return "" }
+        guard let g = state.withLock({ $0.groups[id] }) else { return "" }
         return Self.summary(g.group, ahead: g.ahead)
     }
 
@@ -139,7 +142,7 @@ public final class WiFiDirectUpgrader: LinkUpgrading, @unchecked Sendable {
     }
 
     public func leave(_ id: UpgradeID) async {
-        let (g, prepared) = lock.withLock { (groups.removeValue(forKey: id), preparing.removeValue(forKey: id)) }
+        let (g, prepared) = state.withLock { s in (s.groups.removeValue(forKey: id), s.preparing.removeValue(forKey: id)) }
         _ = await prepared?.value
         guard let g else {
             // Prepared for a join that never came: the radio goes back as it was.

@@ -3,6 +3,7 @@ import PeerLink
 import PeerLinkCore
 import PeerLinkDBus
 import PeerLinkWire
+import Synchronization
 
 /// Advertises a PeerLink service over Bluetooth LE through bluetoothd's D-Bus API
 /// (`org.bluez.LEAdvertisingManager1`): exports an `org.bluez.LEAdvertisement1` object whose
@@ -23,15 +24,15 @@ import PeerLinkWire
 /// A watcher thread keeps both registered: bluetoothd leaving and returning to the bus, the
 /// adapter disappearing or being powered off and on, and bluetoothd calling `Release` are
 /// reported as notices, and the advertisement is registered again once possible.
-public final class BlueZAdvertiser: @unchecked Sendable {
+package final class BlueZAdvertiser: @unchecked Sendable {
     /// The service advertised.
-    public let service: ServiceType
+    package let service: ServiceType
     /// What the LE advertisement carries: the peer-ID prefix, RFCOMM channel and L2CAP PSM.
     package let advert: BluetoothAdvert
     /// The adapter name (`hci1`), or nil for the first powered one.
-    public let adapter: String?
+    package let adapter: String?
     /// The SDP record's XML, or nil for none.
-    public let serviceRecord: String?
+    package let serviceRecord: String?
     private let busAddress: String?
     private let notices: @Sendable (String) -> Void
     private let pollInterval: Double
@@ -58,12 +59,8 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     private var reachability: BluetoothReachability?
     private var reachabilityNote: String?
 
-    private static let counter = Counter()
-    private final class Counter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var n = 0
-        func next() -> Int { lock.withLock { n += 1; return n } }
-    }
+    /// Numbers the advertisers of this process, for their object paths.
+    private static let counter = Atomic<Int>(0)
 
     /// Makes an advertiser; nothing is registered until `start()`.
     /// - Parameters:
@@ -84,7 +81,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
         self.serviceRecord = serviceRecord
         self.busAddress = busAddress
         self.notices = notices
-        let n = Self.counter.next()
+        let n = Self.counter.add(1, ordering: .relaxed).newValue
         objectPath = "/org/peerlink/advertisement/p\(getpid())_\(n)"
         profilePath = "/org/peerlink/profile/p\(getpid())_\(n)"
     }
@@ -107,7 +104,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     /// bluetoothd, no such adapter, an adapter without LE advertising, a powered-off adapter,
     /// or when bluetoothd refuses the registration (with its error name and message). Then
     /// keeps it registered until `stop()`.
-    public func start() throws {
+    package func start() throws {
         try lock.withLock {
             guard !started else { throw BlueZError.call("the advertiser was already started") }
             started = true
@@ -144,7 +141,7 @@ public final class BlueZAdvertiser: @unchecked Sendable {
     }
 
     /// Unregisters the advertisement and closes the connections. Idempotent.
-    public func stop() {
+    package func stop() {
         let (s, reg, wasStarted): (DBusObjectServer?, (adapter: String, owner: String)?, Bool) = lock.withLock {
             guard !stopped else { return (nil, nil, false) }
             stopped = true

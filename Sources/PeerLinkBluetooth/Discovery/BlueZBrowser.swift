@@ -3,6 +3,7 @@ import PeerLink
 import PeerLinkCore
 import PeerLinkDBus
 import PeerLinkWire
+import Synchronization
 
 /// Finds devices advertising a PeerLink service through bluetoothd's D-Bus API: sets a
 /// discovery filter, starts discovery on one adapter, and reads `Device1` objects (polling
@@ -12,9 +13,9 @@ import PeerLinkWire
 /// bluetoothd leaving the bus, the adapter being powered off or removed all report the
 /// adapter's devices as lost plus a notice; discovery restarts when they return, also when
 /// the adapter was reset or replaced between two polls (its `Discovering` property says so).
-public final class BlueZBrowser: @unchecked Sendable {
+package final class BlueZBrowser: Sendable {
     /// What the browser reports.
-    public enum Event: Equatable, Sendable {
+    package enum Event: Equatable, Sendable {
         /// `found`: a device advertising the service appeared; `updated`: its advert or signal
         /// strength changed; `lost`: the device at `address` stopped advertising it or was dropped by
         /// bluetoothd, or the adapter or bluetoothd went away.
@@ -25,20 +26,18 @@ public final class BlueZBrowser: @unchecked Sendable {
     }
 
     /// The service browsed for.
-    public let service: ServiceType
+    package let service: ServiceType
     /// The adapter name (`hci1`), or nil for the first powered one.
-    public let adapter: String?
+    package let adapter: String?
     private let busAddress: String?
     private let interval: Double
     private let handler: @Sendable (Event) -> Void
-    private let lock = NSLock()
-    private var stopped = false
-    private var polling: Task<Void, Never>?  // under lock
+    private let lifecycle = Mutex<(stopped: Bool, polling: Task<Void, Never>?)>((false, nil))
 
     /// Makes a browser for `service` on `adapter` (nil: the first powered one), reached on
     /// `busAddress` (nil: the system bus), polling bluetoothd every `pollInterval`.
     /// `handler` gets the events in order, one poll at a time. Nothing happens until `start()`.
-    public init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Duration = .milliseconds(500),
+    package init(service: ServiceType, adapter: String? = nil, busAddress: String? = nil, pollInterval: Duration = .milliseconds(500),
                 handler: @escaping @Sendable (Event) -> Void) {
         self.service = service
         self.adapter = adapter
@@ -49,18 +48,18 @@ public final class BlueZBrowser: @unchecked Sendable {
 
     /// Connects and checks BlueZ once (so a missing bus, daemon or adapter is a thrown
     /// `BlueZError`), then browses until `stop()`: a task polls, sleeping between polls.
-    public func start() throws {
+    package func start() throws {
         let bus: DBusConnection
         do { bus = try DBusConnection(address: busAddress) } catch let f as DBusFailure { throw BlueZError(f) }
         let chosen = try BlueZObjects.choose(adapter, from: try BlueZObjects.adapters(bus))
         let task = Task.detached { [self] in await run(bus, firstAdapter: chosen) }
-        lock.withLock { polling = task }
+        lifecycle.withLock { $0.polling = task }
     }
 
     /// Stops browsing: the polling task ends after its current poll (at once if it sleeps).
-    public func stop() { lock.withLock { () -> Task<Void, Never>? in stopped = true; return polling }?.cancel() }
+    package func stop() { lifecycle.withLock { s -> Task<Void, Never>? in s.stopped = true; return s.polling }?.cancel() }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { lifecycle.withLock { $0.stopped } }
 
     /// What one poll leaves for the next (touched by one poll at a time).
     private final class PollState: @unchecked Sendable {

@@ -12,7 +12,7 @@ import PeerLinkWire
 /// before reporting it as found. Missing bus, daemon or adapter are thrown as `BlueZError`;
 /// later trouble (adapter off or removed, bluetoothd restarting) arrives as notices and
 /// lost/found events.
-public final class BlueZDiscovery: Discovery, @unchecked Sendable {
+public final class BlueZDiscovery: Discovery, Sendable {
     /// The node whose identity resolves the devices found, and whose ports are published.
     public let node: Node
     /// The adapter name (`hci1`), or nil for the first powered one.

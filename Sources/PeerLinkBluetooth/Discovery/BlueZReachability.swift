@@ -1,6 +1,7 @@
 import Foundation
 import PeerLink
 import PeerLinkDBus
+import Synchronization
 
 /// Keeps a Bluetooth adapter connectable for devices it has never paired with, through
 /// bluetoothd's D-Bus API, and puts it back as bluetoothd had it when released.
@@ -19,7 +20,7 @@ import PeerLinkDBus
 /// address) hold one themselves.
 ///
 /// Blocking (D-Bus and mgmt calls with timeouts): use it from a thread that may block.
-public final class BluetoothReachability: @unchecked Sendable {
+public final class BluetoothReachability: Sendable {
     /// What `ensure()` found or did.
     public enum Outcome: Equatable, Sendable {
         /// Connectable already (another program, a paired-devices setup, or an earlier call).
@@ -35,8 +36,8 @@ public final class BluetoothReachability: @unchecked Sendable {
     /// bluetoothd's object path of the adapter (`/org/bluez/hci1`).
     public let adapterPath: String
     private let busAddress: String?
-    private let lock = NSLock()
-    private var changed = false
+    /// Whether `ensure()` made the adapter connectable and `release()` has not undone it.
+    private let changed = Mutex(false)
 
     /// Changes nothing until `ensure()`.
     /// - Parameters:
@@ -97,7 +98,7 @@ public final class BluetoothReachability: @unchecked Sendable {
         guard after.current.contains(.connectable) else {
             throw BlueZError.call("bluetoothd set Discoverable on \(adapterName) but the controller is still not connectable (settings: \(after.current.names.joined(separator: " ")))")
         }
-        lock.withLock { changed = true }
+        changed.withLock { $0 = true }
         return .madeConnectable
     }
 
@@ -105,7 +106,7 @@ public final class BluetoothReachability: @unchecked Sendable {
     /// bluetoothd turn `connectable` off. Idempotent; errors are ignored (bluetoothd gone,
     /// adapter gone: nothing left to restore).
     public func release() {
-        guard lock.withLock({ () -> Bool in defer { changed = false }; return changed }) else { return }
+        guard changed.withLock({ c -> Bool in defer { c = false }; return c }) else { return }
         guard let now = try? info(), now.current.contains(.connectable) else { return }
         // After the discoverable timeout only `connectable` is left on; bluetoothd clears it
         // only together with `discoverable`, so turn that on for the moment it takes.

@@ -1,6 +1,7 @@
 import CBlueZ
 import Foundation
 import PeerLink
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -202,11 +203,11 @@ public struct L2CAPTransport: Transport {
 
 /// An L2CAP connection: one Noise message per SDU, refused (link closed, reported by
 /// `receive()`) when larger than the MTU the remote accepts.
-public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
+public final class L2CAPConnection: MessageConnection, Sendable {
     private let inner: FDConnection
     var fd: Int32 { inner.fd }
-    private let lock = NSLock()
-    private var refusal: TransportError?
+    /// Why the link was closed on a message too large for the remote's MTU, once it was.
+    private let refusal = Mutex<TransportError?>(nil)
     /// The most one SDU may carry to us, as negotiated.
     public let incomingMTU: Int
     /// The most one SDU may carry to the remote, as negotiated (what the remote accepts).
@@ -240,7 +241,7 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
     /// SDUs keep message boundaries: no length prefix; several go to the socket together.
     public func enqueue(prefixed messages: [[UInt8]]) {
         if let message = messages.first(where: { $0.count > outgoingMTU }) {
-            lock.withLock {
+            refusal.withLock { refusal in
                 if refusal == nil {
                     refusal = .unsupported("a message of \(message.count) bytes does not fit the L2CAP MTU of \(outgoingMTU) bytes "
                                            + "that \(remoteDescription) accepts; the link was closed")
@@ -263,10 +264,10 @@ public final class L2CAPConnection: MessageConnection, @unchecked Sendable {
         do {
             result = try await inner.receiveBatch(limit: limit)
         } catch {
-            if let r = lock.withLock({ refusal }) { throw r }
+            if let r = refusal.withLock({ $0 }) { throw r }
             throw error
         }
-        if result == nil, let r = lock.withLock({ refusal }) { throw r }
+        if result == nil, let r = refusal.withLock({ $0 }) { throw r }
         return result
     }
 
