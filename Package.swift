@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "PeerLinkBluetooth", targets: ["PeerLinkBluetooth"]),
         .library(name: "PeerLinkWiFiDirect", targets: ["PeerLinkWiFiDirect"]),
         .library(name: "PeerLinkDoctor", targets: ["PeerLinkDoctor"]),
+        .library(name: "PeerLinkTesting", targets: ["PeerLinkTesting"]),
         .executable(name: "peerlink-tcp-chat", targets: ["peerlink-tcp-chat"]),
         .executable(name: "peerlink", targets: ["peerlink"]),
         .executable(name: "peerlink-harness", targets: ["peerlink-harness"]),
@@ -97,10 +98,12 @@ let package = Package(
         .target(name: "PeerLinkWiFiDirect", dependencies: ["PeerLink", "PeerLinkDBus"]),
         // `peerlink doctor`: what IP and Bluetooth need on this machine (the Wi-Fi Direct report
         // is DoctorWiFi, in PeerLinkWiFiDirect).
+        // Virtual time for tests of code built on PeerLink (the harness's memory backend).
+        .target(name: "PeerLinkTesting", dependencies: ["PeerLink"]),
         .target(name: "PeerLinkDoctor", dependencies: ["PeerLink", "PeerLinkAvahi", "PeerLinkBluetooth"]),
         // A TCP-only chat: shows that an app using only the neutral API links no D-Bus, Avahi or
         // BlueZ library (scripts/ci/check-example-links.sh).
-        .executableTarget(name: "peerlink-tcp-chat", dependencies: ["PeerLink"], path: "Examples/tcp-chat"),
+        .executableTarget(name: "peerlink-tcp-chat", dependencies: ["PeerLink"], path: "Examples/tcp-chat", packageAccess: false),
         .executableTarget(
             name: "peerlink",
             dependencies: [
@@ -114,7 +117,8 @@ let package = Package(
                 "CPeerLinkSys",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            packageAccess: false
         ),
         // Benchmarks: throughput, latency, CPU and handshake time against baselines measured in the
         // same run (PeerLinkHarness for its delaying relay).
@@ -131,13 +135,17 @@ let package = Package(
                                                  .product(name: "Prometheus", package: "swift-prometheus"),
                                                  .product(name: "Crypto", package: "swift-crypto")]),
         // The transport-selection harness: scenario files, runners, JSON and SVG reports.
-        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkBluetooth", "PeerLinkWiFiDirect", "PeerLinkTOML", "CPeerLinkSys",
+        .target(name: "PeerLinkHarness", dependencies: ["PeerLink", "PeerLinkTesting", "PeerLinkBluetooth", "PeerLinkWiFiDirect", "PeerLinkTOML", "CPeerLinkSys",
                                                   "PeerLinkDaemon", "PeerLinkStore", .product(name: "Logging", package: "swift-log"),
-                                                  .product(name: "Crypto", package: "swift-crypto")]),
+                                                  .product(name: "Crypto", package: "swift-crypto")],
+                packageAccess: false),
         .executableTarget(
             name: "peerlink-harness",
-            dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["PeerLinkHarness", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            packageAccess: false
         ),
+        // VirtualTime through the public API only, as an app's tests would use it.
+        .testTarget(name: "PeerLinkTestingTests", dependencies: ["PeerLinkTesting", "PeerLink"], packageAccess: false),
         .testTarget(name: "PeerLinkHarnessTests", dependencies: ["PeerLinkHarness", "PeerLinkTOML", "TestKit"]),
         // Test-only: reads the hex vectors of docs/PROTOCOL.md for both test targets below.
         .target(name: "DocVectors", path: "Tests/DocVectors"),

@@ -155,6 +155,9 @@ run_step cli 150 "^(FAIL|fail)|passed, " "$here/cli-checks.sh" "$BIN/peerlink"
 step "a TCP-only app links no D-Bus, Avahi or BlueZ library, and chats on loopback (Examples/tcp-chat)"
 run_step example-links 60 "" "$here/ci/check-example-links.sh" "$BIN"
 
+step "the CLI, the harness and the example use only the public API (no package access, no internal modules)"
+run_step public-api-users 60 "" "$here/ci/check-public-api-users.sh"
+
 step "docs: every relative link and anchor in README.md and docs/ resolves"
 run_step doc-links 60 "^FAIL|passed, " python3 "$here/ci/check-doc-links.py"
 

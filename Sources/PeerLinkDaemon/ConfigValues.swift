@@ -1,8 +1,8 @@
 /// Sizes and durations as configuration files and the command line write them.
-package enum ConfigValues {
+public enum ConfigValues {
     /// "0", "65536", "64K", "64M", "2G", "1T" (powers of 1024; "64MiB" and "64MB" mean the same),
     /// or a whole number of bytes.
-    package static func bytes(_ text: String) -> UInt64? {
+    public static func bytes(_ text: String) -> UInt64? {
         var t = text.trimmingCharacters(in: .whitespaces).uppercased()
         if t.hasSuffix("IB") { t.removeLast(2) } else if t.hasSuffix("B") { t.removeLast() }
         var shift: UInt64 = 0

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import PeerLink
+import PeerLinkTesting
 import PeerLinkDaemon
 import PeerLinkStore
 import Synchronization
@@ -86,7 +87,7 @@ struct DaemonRun {
             for (i, item) in scenario.items.enumerated().sorted(by: { ($0.1.at, $0.0) < ($1.1.at, $1.0) }) {
                 await clock.sleep(until: item.at)
                 guard let holder = members.first(where: { $0.name == item.from }), let peer = members.first(where: { $0.name == item.to }) else { continue }
-                let bytes = Runtime.randomBytes(item.size)
+                let bytes = VirtualTime.randomBytes(item.size)
                 do {
                     try Self.place(bytes, named: item.name, in: holder.outbox + "/" + peer.peer.description)
                     placed.withLock { $0[i] = (clock.now, Array(SHA256.hash(data: bytes))) }

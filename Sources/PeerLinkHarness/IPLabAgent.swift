@@ -99,7 +99,7 @@ public final class IPLabAgent: @unchecked Sendable {
                 case let .linkChanged(_, link, medium, up, reason):
                     self.send(.mark(.init(at: clock.now, kind: "link", text: "link \(link) (\(medium.rawValue)) \(up ? "up" : "down"): \(reason)")))
                 case let .linkAttemptFailed(_, endpoint, failure, retryIn):
-                    self.send(.mark(.init(at: clock.now, kind: "attempt", text: "\(endpoint) failed: \(failure.explanation); retry in \(retryIn.inSeconds) s")))
+                    self.send(.mark(.init(at: clock.now, kind: "attempt", text: "\(endpoint) failed: \(failure.explanation); retry in \(retryIn / .seconds(1)) s")))
                 default: break
                 }
             }

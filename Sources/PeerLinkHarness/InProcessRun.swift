@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import PeerLinkTesting
 
 /// Where the two nodes of an in-process run talk: builds each side's transports for the
 /// scenario's links, says where the receiver listens, and carries out the timeline's events.
@@ -64,7 +65,7 @@ struct InProcessRun {
     /// A node's key: from the simulation's seeded numbers when one runs (so that peer IDs, and
     /// the tie-breaks they decide, are the same on every run of a seed).
     static func identity() -> Identity {
-        guard Runtime.simulation != nil, let id = try? Identity(privateKeyBytes: Runtime.randomBytes(32)) else { return Identity() }
+        guard VirtualTime.isRunning, let id = try? Identity(privateKeyBytes: VirtualTime.randomBytes(32)) else { return Identity() }
         return id
     }
 
@@ -105,7 +106,7 @@ struct InProcessRun {
                     log.add(clock.now, "carrier", "\(role.rawValue) → link \(link): \(reason)")
                 }
                 if case let .linkUpgrade(_, u) = e {
-                    log.add(clock.now, "upgrade", "\(u.medium) \(u.step.rawValue) (+\(u.sinceLastStep.wholeMilliseconds) ms)" + (u.detail.isEmpty ? "" : ": \(u.detail)"))
+                    log.add(clock.now, "upgrade", "\(u.medium) \(u.step.rawValue) (+\(Int(u.sinceLastStep / .milliseconds(1))) ms)" + (u.detail.isEmpty ? "" : ": \(u.detail)"))
                 }
             }
         }
@@ -209,7 +210,7 @@ func finishes(_ task: Task<Void, Never>, within seconds: Double) async -> Bool {
         let once = OnceResume(c)
         Task { await task.value; once.resume(true) }
         Task {
-            try? await Runtime.sleep(nanoseconds: UInt64(seconds * 1e9))
+            try? await VirtualTime.sleep(for: .nanoseconds(Int64(seconds * 1e9)))
             once.resume(false)
         }
     }
@@ -250,14 +251,19 @@ final class RunClock: @unchecked Sendable {
     /// share it — the IP-lab backend).
     init(start: UInt64) { origin = start }
 
-    func start() { lock.withLock { if origin == nil { origin = Runtime.nanoseconds() } } }
+    func start() { lock.withLock { if origin == nil { origin = Self.nanoseconds() } } }
     var now: Int {
         guard let o = lock.withLock({ origin }) else { return 0 }
-        return Int((Int64(truncatingIfNeeded: Runtime.nanoseconds()) - Int64(truncatingIfNeeded: o)) / 1_000_000)
+        return Int((Int64(truncatingIfNeeded: Self.nanoseconds()) - Int64(truncatingIfNeeded: o)) / 1_000_000)
     }
     func sleep(until ms: Int) async {
         let wait = ms - now
-        if wait > 0 { try? await Runtime.sleep(nanoseconds: UInt64(wait) * 1_000_000) }
+        if wait > 0 { try? await VirtualTime.sleep(for: .milliseconds(wait)) }
+    }
+    /// PeerLink's clock (virtual in a simulated run, monotonic since boot outside) in nanoseconds.
+    static func nanoseconds() -> UInt64 {
+        let (seconds, attoseconds) = VirtualTime.now.components
+        return UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(clamping: attoseconds / 1_000_000_000)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import PeerLinkTesting
 import PeerLinkBluetooth
 import PeerLinkWiFiDirect
 
@@ -36,23 +37,23 @@ public struct MemoryBackend: ScenarioBackend {
         let name = self.name, interval = sampleInterval
         let limit = Duration.milliseconds(scenario.duration) + .seconds(120)
         do {
-            return try Simulation(seed: seed(for: scenario)).run(limit: limit) {
+            return try VirtualTime.run(seed: seed(for: scenario), limit: limit) {
                 if !scenario.daemons.isEmpty {
                     var run = DaemonRun()
                     run.sampleInterval = interval
-                    return try await run.run(scenario, lossSeed: Runtime.random())
+                    return try await run.run(scenario, lossSeed: VirtualTime.random())
                 }
                 if scenario.nodes.count > 2 || !InProcessRun.sendsOneWay(scenario) {
                     var mesh = MeshRun()
                     mesh.sampleInterval = interval
-                    return try await mesh.run(scenario, lossSeed: Runtime.random())
+                    return try await mesh.run(scenario, lossSeed: VirtualTime.random())
                 }
                 // Built inside the simulation: its loss decisions draw from the run's seed.
                 var run = InProcessRun(backend: name, network: MemoryRunNetwork(scenario))
                 run.sampleInterval = interval
                 return try await run.run(scenario)
             }
-        } catch let e as Simulation.Failure {
+        } catch let e as VirtualTime.Failure {
             throw HarnessError.simulation("\(e) (seed \(seed))")
         }
     }
@@ -65,7 +66,7 @@ struct MemoryRunNetwork: RunNetwork {
     let group: (spec: Scenario.LinkSpec, sender: MemoryUpgrader, receiver: MemoryUpgrader)?
 
     /// The seed of the loss decisions on each link: from the run's random numbers.
-    let lossSeed = Runtime.random()
+    let lossSeed = VirtualTime.random()
 
     init(_ scenario: Scenario) {
         let net = self.net, lossSeed = self.lossSeed

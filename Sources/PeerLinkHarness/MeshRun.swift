@@ -1,5 +1,6 @@
 import Foundation
 import PeerLink
+import PeerLinkTesting
 
 /// Runs a scenario of more than two nodes on the in-memory medium (inside the memory
 /// backend's simulation): every node a real PeerLink node with one session, every `[[link]]`
@@ -91,7 +92,7 @@ struct MeshRun {
                             break
                         } catch {
                             log.add(clock.now, "note", "\(dialer) could not invite \(listener) yet: \(error)")
-                            try? await Runtime.sleep(nanoseconds: 500_000_000)
+                            try? await VirtualTime.sleep(for: .milliseconds(500))
                         }
                     }
                 }

@@ -1,7 +1,6 @@
 import Foundation
 import PeerLink
-import PeerLinkCore
-import PeerLinkWire
+import PeerLinkTesting
 
 /// The pieces every run is made of, whichever backend drives it: the in-process runner
 /// (memory, btlab) and the IP lab's agents use the same sender, receiver and sampler, so a
@@ -117,7 +116,7 @@ enum RunParts {
                         s.carries.filter { $0 != LinkRole.control.rawValue }.map { SpanBuilder.Pair(link: n, role: $0) }
                     }) ?? []
                 }), at: t)
-                try? await Runtime.sleep(nanoseconds: UInt64(intervalMs) * 1_000_000)
+                try? await VirtualTime.sleep(for: .milliseconds(intervalMs))
             }
             let end = clock.now
             return (up.close(at: end), carriers.close(at: end))

@@ -1,7 +1,5 @@
 import PeerLink
 import PeerLinkTOML
-import PeerLinkCore
-import PeerLinkWire
 
 /// A transport-selection scenario: nodes (two unless it names more), the links between pairs
 /// of them, a timeline of events and traffic, and what must hold. See docs/HARNESS.md for the
@@ -12,7 +10,7 @@ public struct Scenario: Sendable, Codable, Equatable {
     /// The nodes; the first two are the default ends of every link and every traffic.
     public var nodes: [String] = Scenario.defaultNodes
     public static let defaultNodes = ["sender", "receiver"]
-    public var policy: LinkPolicy.Kind
+    public var policy: LinkPreference
     /// Whether reliable messages are also copied onto a second link (`LinkPolicy.copyMessages`).
     public var copyMessages = false
     /// Milliseconds the run lasts (traffic that has not arrived by then counts as lost).

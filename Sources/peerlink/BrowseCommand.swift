@@ -35,7 +35,7 @@ struct BrowseCommand: AsyncParsableCommand {
             case .running:
                 let named = node.service == NodeOptions.defaultService ? nil : node.service
                 let browse = DaemonBrowse(daemon: daemon, service: named, timeout: timeout, out: Output(json: node.json))
-                try await Runtime.offload("pl.browse.daemon") { try browse.run() }
+                try await BlockingCall.run("pl.browse.daemon") { try browse.run() }
                 return
             case let .refused(why):
                 throw RuntimeFailure("\(why); use --direct to browse with this command's own radios")

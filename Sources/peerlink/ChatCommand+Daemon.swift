@@ -29,7 +29,7 @@ struct DaemonChat {
         while let line = await LineReader.shared.next() {
             guard let peer else { out.note("not sent: name a peer with --peer to write"); continue }
             do {
-                let queued = try await Runtime.offload("pl.chat.send") { () throws -> (peer: String, item: String) in
+                let queued = try await BlockingCall.run("pl.chat.send") { () throws -> (peer: String, item: String) in
                     let item = try daemon.json("POST", "/v1/items", body: ["peer": peer, "message": line])["item"] as? [String: Any]
                     return (item?["peer"] as? String ?? peer, item?["id"] as? String ?? "")
                 }
@@ -49,7 +49,7 @@ struct DaemonChat {
         let last = Mutex<UInt64>(since)
         while !Task.isCancelled {
             do {
-                _ = try await Runtime.offload("pl.chat.follow") {
+                _ = try await BlockingCall.run("pl.chat.follow") {
                     try daemon.client.follow(after: last.withLock { $0 }, idle: .seconds(40)) { e in
                         last.withLock { $0 = e.id }
                         guard e.kind == "message.received", let from = e.peer else { return true }

@@ -82,15 +82,15 @@ func printCommon(_ e: Session.Event, names: NameBook, out: Output, showMessages:
         out.emit("\(role.rawValue) traffic to \(names.name(peer)) now on link \(link): \(reason)",
                  ["event": "carrier", "peer": peer.description, "link": link, "role": role.rawValue, "reason": reason])
     case let .linkAttemptFailed(peer, endpoint, failure, retryIn):
-        out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(failure.explanation) (retry in \(Int(retryIn.inSeconds)) s)",
-                 ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": failure.explanation, "retryIn": retryIn.inSeconds])
+        out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(failure.explanation) (retry in \(Int(retryIn / .seconds(1))) s)",
+                 ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": failure.explanation, "retryIn": retryIn / .seconds(1)])
     case let .linkUpgrade(peer, u):
         let text = u.step == .unavailable ? "\(u.medium) with \(names.name(peer)): \(u.detail)"
-            : "\(u.medium) with \(names.name(peer)): \(u.step.rawValue) after \(u.sinceLastStep.wholeMilliseconds) ms (\(u.sinceProposal.wholeMilliseconds) ms since the proposal)"
+            : "\(u.medium) with \(names.name(peer)): \(u.step.rawValue) after \(u.sinceLastStep.milliseconds) ms (\(u.sinceProposal.milliseconds) ms since the proposal)"
                 + (u.detail.isEmpty ? "" : ": \(u.detail)")
         out.emit(text,
                  ["event": "upgrade", "peer": peer.description, "medium": u.medium, "id": u.id, "step": u.step.rawValue,
-                  "stepMillis": u.sinceLastStep.wholeMilliseconds, "sinceProposalMillis": u.sinceProposal.wholeMilliseconds, "detail": u.detail])
+                  "stepMillis": u.sinceLastStep.milliseconds, "sinceProposalMillis": u.sinceProposal.milliseconds, "detail": u.detail])
     default:
         break
     }

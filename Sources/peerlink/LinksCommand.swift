@@ -80,7 +80,7 @@ struct LinksCommand: ParsableCommand {
         for p in r.peers.sorted(by: { $0.peer < $1.peer }) {
             s += "  \(p.displayName) [\(p.peer.short)] \(p.state.rawValue)\n"
             for l in p.links {
-                let rtt = l.rtt.map { "\($0.wholeMilliseconds) ms" } ?? "-"
+                let rtt = l.rtt.map { "\($0.milliseconds) ms" } ?? "-"
                 let rate = l.throughput.map { bytes(UInt64($0)) + "/s" } ?? "-"
                 let carries = l.carries.isEmpty ? "nothing" : l.carries.joined(separator: ",")
                 s += "    link \(l.id) \(l.medium.rawValue) \(l.remote) \(l.state) rtt \(rtt) loss \(Int(l.loss * 100))% \(rate) carries \(carries)\n"
@@ -90,7 +90,7 @@ struct LinksCommand: ParsableCommand {
             if !p.upgrades.isEmpty { s += "    negotiated links:\n" }
             for u in p.upgrades {
                 let when = Date(timeIntervalSince1970: u.time).formatted(.iso8601.time(includingFractionalSeconds: true))
-                s += "      \(when) \(u.medium) #\(u.id) \(u.step) (+\(u.sinceLastStep.wholeMilliseconds) ms, \(u.sinceProposal.wholeMilliseconds) ms since proposed)"
+                s += "      \(when) \(u.medium) #\(u.id) \(u.step) (+\(u.sinceLastStep.milliseconds) ms, \(u.sinceProposal.milliseconds) ms since proposed)"
                 s += u.detail.isEmpty ? "\n" : ": \(u.detail)\n"
             }
         }

@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/.build/docs}
 cd "$root"
 command -v swift >/dev/null || export PATH=/opt/swift/usr/bin:$PATH
-modules=(PeerLink PeerLinkAvahi PeerLinkBluetooth PeerLinkWiFiDirect PeerLinkStore)
+modules=(PeerLink PeerLinkAvahi PeerLinkBluetooth PeerLinkWiFiDirect PeerLinkStore PeerLinkTesting)
 passed=0; failed=0
 graphs=$(mktemp -d /tmp/peerlink-symbols.XXXXXX)
 trap 'rm -rf "$graphs"' EXIT

@@ -29,6 +29,11 @@ public typealias Identity = PeerLinkCore.Identity
 /// The rules that choose which of a peer's links carries what (docs/LINK-POLICY.md).
 public typealias LinkPolicy = PeerLinkCore.LinkPolicy
 
+/// The link policy's preference (`LinkPolicy.Kind`: Bluetooth first, Wi-Fi first, lowest
+/// latency, one class only), under a name that a module importing only PeerLink can use in
+/// its own public declarations.
+public typealias LinkPreference = PeerLinkCore.LinkPolicy.Kind
+
 /// The kind of radio under a link, as far as the link policy cares.
 public typealias LinkClass = PeerLinkCore.LinkClass
 

@@ -11,23 +11,23 @@ import Foundation
 /// work goes to the process's `BlockingPool` (a few threads, a queue); ordered steps (one
 /// file's reads or writes) go through a `BlockingPool.Lane`. Only a loop that runs for the
 /// process's life (the I/O loop, a Bluetooth listener) gets a thread of its own (`thread`).
-package enum BlockingCall {
+public enum BlockingCall {
     /// Runs `body` on the blocking pool and returns its result (or error) to the awaiting
     /// task. Cancelling the task does not interrupt `body`: give the call its own deadline.
     /// - Parameter name: what the job is, for diagnostics.
-    package static func run<T: Sendable, E: Error>(_ name: String, _ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    public static func run<T: Sendable, E: Error>(_ name: String, _ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         try await BlockingPool.shared.run(name, body)
     }
 
     /// Runs `body` on the blocking pool without waiting for it (teardown a caller need not await).
-    package static func detach(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    public static func detach(_ name: String, _ body: @escaping @Sendable () -> Void) {
         BlockingPool.shared.post(name, body)
     }
 
     /// Starts a thread of its own for a loop that runs as long as the process.
     /// - Parameter name: the thread's name for debuggers and `top -H` (Linux shows the first
     ///   15 bytes).
-    package static func thread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    public static func thread(_ name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread {
             // Named from inside: Foundation's `Thread.name` does not always reach Linux.
             _ = peerlink_name_this_thread(name)

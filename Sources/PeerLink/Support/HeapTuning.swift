@@ -8,7 +8,7 @@ import Glibc
 /// come and go in bursts larger than that, so each burst faults its pages in again: about a
 /// quarter of the CPU time of a bulk transfer over loopback (docs/PERFORMANCE.md). A process
 /// that moves bulk data calls this once, before its first node starts; the CLI does.
-package enum HeapTuning {
+public enum HeapTuning {
     /// Keeps up to `trim` bytes of freed heap per arena and serves blocks below `mmap` bytes
     /// from the heap (without it, setting the first would send every block of 128 KiB or
     /// more to its own `mmap`). Leaves the allocator alone when the environment sets either

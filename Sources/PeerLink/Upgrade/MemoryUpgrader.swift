@@ -46,6 +46,12 @@ public final class MemoryUpgrader: LinkUpgrading {
         self.medium = medium
     }
 
+    /// Makes an upgrader on `network` that can host and join groups. Its groups' addresses
+    /// start with `name`, and links on groups it forms get `groupConditions`.
+    public convenience init(network: MemoryNetwork, name: String, groupConditions: MemoryLinkConditions = MemoryLinkConditions()) {
+        self.init(network: network, name: name, roles: [.host, .join], unavailable: "", medium: .memoryGroup, groupConditions: groupConditions)
+    }
+
     public var transport: Transport { MemoryTransport(network: network, address: "\(name)/joiner", emulating: medium) }
 
     package func availability() async -> LinkUpgrade.Availability {
