@@ -14,13 +14,18 @@ public final class Advertiser: Sendable {
     /// The backends it publishes on (e.g. Avahi and BlueZ); none for a node that peers reach
     /// by an address they were given.
     public let discoveries: [Discovery]
-    /// Invitations from peers; answer each with `accept(into:)` or `decline()`.
+    /// Invitations from peers; answer each with `accept(into:)` or `decline()`. Iterate it
+    /// from one task: each invitation is handed out once (two loops would split them).
     public let invitations: AsyncStream<Invitation>
     /// Human-readable publication changes (renamed after a collision, daemon restarts, a
     /// backend that could not publish while others could).
-    public let notices: AsyncStream<String>
+    ///
+    /// Several tasks may each iterate it: every iteration gets every notice from the moment
+    /// it starts (the first one also the last 64 from before any iteration), and ends when
+    /// the advertiser stops.
+    public var notices: Notices { Notices(queue: noticeQueue) }
     private let invitationSink: AsyncStream<Invitation>.Continuation
-    private let noticeSink: AsyncStream<String>.Continuation
+    private let noticeQueue = EventBroadcast<String>(keepWithoutReader: 64)
     private let handles: [HandleBox]
 
     /// Makes an advertiser that publishes on one backend; nothing happens until `start()`.
@@ -49,7 +54,6 @@ public final class Advertiser: Sendable {
         self.discoveries = discoveries
         self.handles = discoveries.map { _ in HandleBox() }
         (invitations, invitationSink) = AsyncStream.makeStream(of: Invitation.self, bufferingPolicy: .bufferingNewest(64))
-        (notices, noticeSink) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     /// Starts listening (if not yet), publishes on every backend, and starts delivering
@@ -65,14 +69,14 @@ public final class Advertiser: Sendable {
         let sink = invitationSink
         await node.setInvitationHandler { sink.yield($0) }
         await node.setAdvertisedInfo(info)
-        let notices = noticeSink
+        let notices = noticeQueue
         var failures: [Error] = []
         let service = self.service
         for (index, discovery) in discoveries.enumerated() {
             let box = handles[index]
             do {
                 try await Runtime.offload("pl.publish") {
-                    box.set(try discovery.publish(ad, service: service, ports: ports) { notices.yield($0) })
+                    box.set(try discovery.publish(ad, service: service, ports: ports) { notices.push($0) })
                 }
             } catch {
                 failures.append(error)
@@ -83,7 +87,7 @@ public final class Advertiser: Sendable {
             await node.setAdvertisedInfo(nil)
             throw first
         }
-        for f in failures { notices.yield("not advertised on one medium: \(f)") }
+        for f in failures { notices.push("not advertised on one medium: \(f)") }
     }
 
     /// Stops publishing (waiting for the backends' teardown on a thread of its own) and
@@ -94,7 +98,22 @@ public final class Advertiser: Sendable {
         await node.setInvitationHandler(nil)
         await node.setAdvertisedInfo(nil)
         invitationSink.finish()
-        noticeSink.finish()
+        noticeQueue.finish()
+    }
+
+    /// The advertiser's notices, for any number of loops (see ``Advertiser/notices``).
+    public struct Notices: AsyncSequence, Sendable {
+        public typealias Element = String
+        let queue: EventBroadcast<String>
+
+        /// One iteration's place in the notices; ends (returns nil) when the advertiser stops
+        /// or the reading task is cancelled.
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let reader: BroadcastReader<String>
+            public mutating func next() async -> String? { await reader.next() }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: BroadcastReader(queue)) }
     }
 }
 
@@ -111,8 +130,12 @@ public final class Browser: Sendable {
     /// The first discovery backend.
     public var discovery: Discovery { discoveries[0] }
     /// Found, updated and lost peers (this node itself is never reported).
-    public let events: AsyncStream<DiscoveryEvent>
-    private let sink: AsyncStream<DiscoveryEvent>.Continuation
+    ///
+    /// Several tasks may each iterate it: every iteration first gets `.found` for each peer
+    /// known at that moment (by peer ID), then every change after it, in order, and ends when
+    /// the browser stops.
+    public var events: Events { Events(queue: queue, records: records) }
+    private let queue = EventBroadcast<DiscoveryEvent>(keepWithoutReader: 0)
     private let handles: [HandleBox]
     private let observers = ObserverList()
     private let records = RecordsBox()
@@ -133,7 +156,6 @@ public final class Browser: Sendable {
         self.service = service
         self.discoveries = discoveries
         self.handles = discoveries.map { _ in HandleBox() }
-        (events, sink) = AsyncStream.makeStream(of: DiscoveryEvent.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
     /// Starts every backend; throws (and stops those already started) if one cannot browse.
@@ -141,7 +163,7 @@ public final class Browser: Sendable {
     /// on the cooperative pool.
     public func start() async throws {
         let me = node.peerID
-        let sink = self.sink
+        let queue = self.queue
         let observers = self.observers
         let records = self.records
         let service = self.service, discoveries = self.discoveries, handles = self.handles
@@ -154,7 +176,7 @@ public final class Browser: Sendable {
                         case let .lost(p) where p == me: return
                         default:
                             records.apply(e, from: index) { merged in
-                                sink.yield(merged)
+                                queue.push(merged)
                                 for o in observers.all() { o(merged) }
                             }
                         }
@@ -176,7 +198,7 @@ public final class Browser: Sendable {
     /// the backends' teardown (D-Bus calls for Avahi) finishes on a thread of its own.
     public func stop() {
         records.stop()
-        sink.finish()
+        queue.finish()
         stopBackends()
     }
 
@@ -188,7 +210,7 @@ public final class Browser: Sendable {
     /// `stop()`, returning once the backends' teardown is done.
     func stopAndWait() async {
         records.stop()
-        sink.finish()
+        queue.finish()
         let running = handles.compactMap { $0.take() }
         if !running.isEmpty { await Runtime.offload("pl.unbrowse") { for h in running { h.stop() } } }
     }
@@ -196,6 +218,29 @@ public final class Browser: Sendable {
     /// Invites a found peer into `session` (see `Node.invite`).
     public func invite(_ peer: PeerInfo, to session: Session, context: [UInt8] = [], timeout: Duration = .seconds(30)) async throws {
         try await node.invite(peer, to: session, context: context, timeout: timeout)
+    }
+
+    /// The browser's events, for any number of loops (see ``Browser/events``).
+    public struct Events: AsyncSequence, Sendable {
+        public typealias Element = DiscoveryEvent
+        let queue: EventBroadcast<DiscoveryEvent>
+        let records: RecordsBox
+
+        /// One iteration's place in the events: the peers known when it started, then the
+        /// changes. Ends (returns nil) when the browser stops or the reading task is cancelled.
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            var known: [DiscoveryEvent]
+            let reader: BroadcastReader<DiscoveryEvent>
+            public mutating func next() async -> DiscoveryEvent? {
+                if !known.isEmpty { return known.removeFirst() }
+                return await reader.next()
+            }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator {
+            let (known, reader) = records.subscribe(queue)
+            return AsyncIterator(known: known.map { .found($0) }, reader: reader)
+        }
     }
 }
 
@@ -237,5 +282,12 @@ final class RecordsBox: Sendable {
         state.withLock { s in if !s.stopped, let merged = s.records.apply(e, from: source) { report(merged) } }
     }
     func stop() { state.withLock { $0.stopped = true } }
+    /// The peers known now (by peer ID) and a reader of what `queue` gets from now on, taken
+    /// together under the lock so that no change falls between them; none after `stop()`.
+    func subscribe(_ queue: EventBroadcast<DiscoveryEvent>) -> ([PeerInfo], BroadcastReader<DiscoveryEvent>) {
+        state.withLock { s in
+            (s.stopped ? [] : s.records.all.sorted { $0.peerID < $1.peerID }, BroadcastReader(queue, fromEnd: true))
+        }
+    }
     var isStopped: Bool { state.withLock { $0.stopped } }
 }

@@ -8,6 +8,10 @@ import Synchronization
 /// are never dropped for want of a reader, they wait for one. An event is let go once every
 /// reader has taken it. `unread` is what the slowest reader has not taken yet (or, with no
 /// reader, what is waiting for one): the session pauses acknowledgements on it.
+///
+/// Made with `keepWithoutReader`, at most that many events (the newest) wait for a first
+/// reader; 0 keeps none, for sequences whose readers start from a snapshot instead. After
+/// `finish()` readers take what is left and then end.
 final class EventBroadcast<Element: Sendable>: Sendable {
     private struct Reader {
         var cursor: UInt64
@@ -20,11 +24,15 @@ final class EventBroadcast<Element: Sendable>: Sendable {
         var base: UInt64 = 0
         var readers: [UInt64: Reader] = [:]
         var lastReader: UInt64 = 0
+        var finished = false
         var end: UInt64 { base + UInt64(items.count - head) }
     }
     private let state = Mutex(State())
+    private let keepWithoutReader: Int?
 
-    init() {}
+    /// - Parameter keepWithoutReader: how many events (the newest) wait for a first reader;
+    ///   nil: all of them.
+    init(keepWithoutReader: Int? = nil) { self.keepWithoutReader = keepWithoutReader }
 
     /// Events the slowest reader has not taken (with no reader: events waiting for one).
     var unread: Int {
@@ -39,7 +47,9 @@ final class EventBroadcast<Element: Sendable>: Sendable {
 
     /// Adds `element` for every reader and wakes those waiting.
     func push(_ element: Element) {
+        let keep = keepWithoutReader
         let woken: [CheckedContinuation<Element?, Never>] = state.withLock { s in
+            guard !s.finished else { return [] }
             s.items.append(element)
             var woken: [CheckedContinuation<Element?, Never>] = []
             for (id, r) in s.readers {
@@ -48,18 +58,34 @@ final class EventBroadcast<Element: Sendable>: Sendable {
                 s.readers[id] = Reader(cursor: r.cursor + 1, waiter: nil)
                 woken.append(w)
             }
-            Self.trim(&s)
+            Self.trim(&s, keep: keep)
             return woken
         }
         for w in woken { w.resume(returning: element) }
     }
 
-    /// A new reader: it starts at the oldest event kept when nobody else reads, else at the
-    /// next event pushed.
-    func subscribe() -> UInt64 {
+    /// Ends the sequence: nothing pushed later is kept, and readers end once they have taken
+    /// what was pushed before.
+    func finish() {
+        let waiting: [CheckedContinuation<Element?, Never>] = state.withLock { s in
+            s.finished = true
+            var waiting: [CheckedContinuation<Element?, Never>] = []
+            for (id, r) in s.readers {
+                guard let w = r.waiter else { continue }
+                s.readers[id]?.waiter = nil
+                waiting.append(w)
+            }
+            return waiting
+        }
+        for w in waiting { w.resume(returning: nil) }
+    }
+
+    /// A new reader: it starts at the oldest event kept when nobody else reads (with
+    /// `fromEnd`, or when others read, at the next event pushed).
+    func subscribe(fromEnd: Bool = false) -> UInt64 {
         state.withLock { s in
             s.lastReader += 1
-            let start = s.readers.isEmpty ? s.base : s.end
+            let start = s.readers.isEmpty && !fromEnd ? s.base : s.end
             s.readers[s.lastReader] = Reader(cursor: start, waiter: nil)
             return s.lastReader
         }
@@ -67,9 +93,10 @@ final class EventBroadcast<Element: Sendable>: Sendable {
 
     /// The reader is gone: events only it held are let go; a waiting call returns nil.
     func unsubscribe(_ id: UInt64) {
+        let keep = keepWithoutReader
         let waiter: CheckedContinuation<Element?, Never>? = state.withLock { s in
             let gone = s.readers.removeValue(forKey: id)
-            Self.trim(&s)
+            Self.trim(&s, keep: keep)
             return gone?.waiter
         }
         waiter?.resume(returning: nil)
@@ -84,7 +111,7 @@ final class EventBroadcast<Element: Sendable>: Sendable {
                 let now: Element?? = state.withLock { s in
                     guard s.readers[id] != nil else { return .some(nil) }
                     if let e = Self.take(id, &s) { return .some(e) }
-                    if Task.isCancelled { return .some(nil) }
+                    if Task.isCancelled || s.finished { return .some(nil) }
                     s.readers[id]?.waiter = c
                     return nil
                 }
@@ -107,11 +134,28 @@ final class EventBroadcast<Element: Sendable>: Sendable {
         return e
     }
 
+    /// Lets go of what every reader has taken and, while nobody reads, of all but the newest
+    /// `keep` events (nil: keeps them all).
+    private static func trim(_ s: inout State, keep: Int?) {
+        if s.readers.isEmpty, let keep, s.items.count - s.head > keep {
+            let drop = s.items.count - s.head - keep
+            s.head += drop
+            s.base += UInt64(drop)
+            compact(&s)
+        }
+        trim(&s)
+    }
+
     /// Lets go of what every reader has taken; keeps everything while nobody reads.
     private static func trim(_ s: inout State) {
         guard let slowest = s.readers.values.map(\.cursor).min(), slowest > s.base else { return }
         s.head += Int(slowest - s.base)
         s.base = slowest
+        compact(&s)
+    }
+
+    /// Gives back the room of events let go (all of it, or once it is half the array).
+    private static func compact(_ s: inout State) {
         if s.head == s.items.count {
             s.items.removeAll(keepingCapacity: s.items.capacity <= 1024)
             s.head = 0
@@ -120,4 +164,18 @@ final class EventBroadcast<Element: Sendable>: Sendable {
             s.head = 0
         }
     }
+}
+
+/// One iteration's subscription to an `EventBroadcast`; dropping it lets its unread events go.
+final class BroadcastReader<Element: Sendable>: Sendable {
+    let queue: EventBroadcast<Element>
+    let id: UInt64
+    init(_ queue: EventBroadcast<Element>, fromEnd: Bool = false) {
+        self.queue = queue
+        id = queue.subscribe(fromEnd: fromEnd)
+    }
+    deinit { queue.unsubscribe(id) }
+    /// The next event; nil once the broadcast finished and everything was taken, or when the
+    /// reading task is cancelled.
+    func next() async -> Element? { await queue.next(id) }
 }
