@@ -35,14 +35,18 @@ final class PeerRecordsTests: XCTestCase {
         let browser = Browser(node: me, service: service, discoveries: [wifi, radio])
         try await browser.start()
         let ad = try Advertisement(peerID: other.peerID, displayName: "alpha", info: DiscoveryInfo())
+        var it = browser.events.makeAsyncIterator()
         let h1 = try wifi.publish(ad, service: service, ports: [.memory: 1]) { _ in }
         let h2 = try radio.publish(ad, service: service, ports: [.memory: 2]) { _ in }
-        var it = browser.events.makeAsyncIterator()
         guard case let .found(first)? = await it.next() else { return XCTFail("expected found") }
         XCTAssertEqual(first.endpoints.map(\.host), ["a-ip"])
         guard case let .updated(both)? = await it.next() else { return XCTFail("expected updated") }
         XCTAssertEqual(both.peerID, other.peerID)
         XCTAssertEqual(both.endpoints.map(\.host), ["a-ip", "a-bt"])
+        // A loop that starts now is told of the merged peer as found.
+        var late = browser.events.makeAsyncIterator()
+        guard case let .found(merged)? = await late.next() else { return XCTFail("expected found") }
+        XCTAssertEqual(merged.endpoints.map(\.host), ["a-ip", "a-bt"])
         h1.stop()
         guard case let .updated(left)? = await it.next() else { return XCTFail("expected updated") }
         XCTAssertEqual(left.endpoints.map(\.host), ["a-bt"])
