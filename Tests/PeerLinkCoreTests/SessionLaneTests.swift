@@ -66,6 +66,37 @@ final class SessionLaneTests: XCTestCase {
         XCTAssertTrue(SessionPair.violations(p.eventsB).isEmpty)
     }
 
+    /// A carrier the policy picks while it is idle is judged from when records go out on it,
+    /// not from its last keepalive: bulk moved onto a link that had been quiet for most of a
+    /// second was suspected at once and sent back to the slow link, where its frames held up
+    /// the messages behind them (the IP lab's wifi-appears-upgrade, now and then).
+    func testANewlyChosenIdleCarrierIsNotSuspectedForTheTimeItWasIdle() throws {
+        var c = SessionConfig()
+        c.streamWindow = 1 << 20
+        c.suspectAfter = .milliseconds(150)
+        let p = SessionPair(a: c, b: c)
+        p.up(1)
+        p.up(2)
+        for side in [\SessionPair.a, \SessionPair.b] {
+            p[keyPath: side].preferredLink = 1
+            p[keyPath: side].preferredBulkLink = 1
+        }
+        let id = try p.a.openStream(name: "bulk", now: p.now)
+        p.settle()
+        p.advance(by: 900)  // link 2 carries nothing meanwhile (its keepalive is not due yet)
+        let data = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
+        try p.a.write(data, to: id, now: p.now)  // in flight on link 1, not delivered yet
+        p.a.preferredBulkLink = 2  // the policy moves bulk to the link that came up
+        p.b.preferredBulkLink = 2
+        p.a.tick(now: p.now + 1)
+        p.collect()
+        XCTAssertFalse(p.eventsA.contains { if case .linkSuspected(2, _) = $0 { return true }; return false },
+                       "the new carrier was suspected for the time it had been idle")
+        XCTAssertEqual(p.a.carrier(of: .bulk), 2)
+        p.settle()
+        XCTAssertEqual(streamBytes(p.eventsB, id), data)
+    }
+
     func testSilentBulkCarrierIsSuspectedAndRecovers() throws {
         let (p, id) = try splitPair()
         p.cut = [2]

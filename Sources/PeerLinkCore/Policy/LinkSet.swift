@@ -77,6 +77,7 @@ package struct LinkSet: Sendable {
                                throughput: st?.throughput, maxFrame: l.maxFrame, negotiated: l.negotiated)
         }
         lastPolicyRun = now
+        core.observe(now: now)
         choice = policy.choose(metrics, previous: choice)
         if core.preferredLink != choice.carrier[.reliable] { core.preferredLink = choice.carrier[.reliable] }
         if core.preferredBulkLink != choice.carrier[.bulk] { core.preferredBulkLink = choice.carrier[.bulk] }

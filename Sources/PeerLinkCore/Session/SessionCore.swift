@@ -63,6 +63,9 @@ package struct SessionCore: Sendable {
     }
     private var links: [LinkID: LinkState] = [:]
     private var linkOrder: [LinkID] = []
+    /// The latest time any call gave: what records sent by a change without a time of its
+    /// own (a carrier chosen by policy, a link gone) are stamped with.
+    private var latestNow: UInt64 = 0
     /// While true, received reliable records are not acknowledged, so the sender stops once its
     /// window is full: set it while the application is behind on consuming events (flow
     /// control end to end). Frames are still read, so keepalives keep working.
@@ -488,6 +491,7 @@ package struct SessionCore: Sendable {
     /// throughput estimates.
     package mutating func tick(now: UInt64) {
         guard !isClosed else { return }
+        observe(now: now)
         for link in linkOrder {
             guard let s = links[link] else { continue }
             if now >= s.lastReceived + config.deadAfterMillis {
@@ -697,12 +701,19 @@ package struct SessionCore: Sendable {
         links[link] = s
     }
 
+    /// Tells the core the time before a change that carries none (setting a preferred link):
+    /// records that change sends are stamped with it.
+    package mutating func observe(now: UInt64) { latestNow = max(latestNow, now) }
+
     private mutating func flush(now: UInt64? = nil) {
         guard !isClosed else { return }
+        if let now { observe(now: now) }
         for l in Lane.allCases {
             guard let link = carrier(of: l) else { continue }
             let window = self.window(for: l, on: link)
-            let t = now ?? links[link]?.lastSent ?? 0
+            // Without a time, the latest known: a newly chosen carrier's own last send may be
+            // a keepalive long ago, and records stamped with it would look overdue at once.
+            let t = now ?? max(latestNow, links[link]?.lastSent ?? 0)
             // A new carrier: everything unacknowledged goes out again on it, in order.
             if lane(l).carryingLink != link { modify(l) { $0.restart(on: link) } }
             let copy = l == .main ? copyLink : nil
