@@ -86,6 +86,8 @@ public actor FieldDaemon {
     var lastInvitation: [PeerID: Double] = [:]
     /// Peers with an invitation of this node waiting for their answer.
     var inviting: Set<PeerID> = []
+    /// The endpoints each invitation in `inviting` dials.
+    var invitedAt: [PeerID: [TransportEndpoint]] = [:]
     /// Items a peer refused for now, not announced again before the monotonic time given (`uptime`).
     var resting: [ItemID: Double] = [:]
     /// Items this node refused because they did not fit on its inbox's disk, by holder: asked
@@ -201,8 +203,13 @@ public actor FieldDaemon {
     }
 
     func found(_ p: PeerInfo) {
-        if found.updateValue(p, forKey: p.peerID) == nil {
+        let before = found.updateValue(p, forKey: p.peerID)
+        if before == nil {
             events.publish(.peerFound, peer: p.peerID.description, name: p.displayName)
+        } else if before?.endpoints != p.endpoints {
+            // The peer moved (a new address after a network change): the pause after the last
+            // invitation was for where it was.
+            lastInvitation[p.peerID] = nil
         }
         inviteIfWorkWaits(p.peerID)
     }
@@ -222,19 +229,29 @@ public actor FieldDaemon {
         guard let pending = try? ledger.nextItems(for: peer, limit: 1, now: clock()), !pending.isEmpty else { return }
         lastInvitation[peer] = now
         inviting.insert(peer)
+        invitedAt[peer] = info.endpoints
         let session = self.session, log = self.log
         Task {
             do {
                 try await parts.browser.invite(info, to: session, timeout: .seconds(30))
+                self.invitationEnded(peer, failed: false)
             } catch {
                 log.notice("could not invite a peer items wait for", metadata: ["peer": "\(info.displayName) [\(peer)]", "error": "\(error)"])
+                self.invitationEnded(peer, failed: true)
             }
-            self.invitationEnded(peer)
         }
     }
 
-    func invitationEnded(_ peer: PeerID) {
+    func invitationEnded(_ peer: PeerID, failed: Bool) {
         inviting.remove(peer)
+        let dialled = invitedAt.removeValue(forKey: peer)
+        if failed, let now = found[peer]?.endpoints, now != dialled {
+            // Found somewhere else while this invitation dialled the old place (it timed out
+            // there): try the new one now rather than after the pause.
+            lastInvitation[peer] = nil
+            inviteIfWorkWaits(peer)
+            return
+        }
         lastInvitation[peer] = uptime
     }
 
