@@ -80,6 +80,10 @@ final class HashWhileSendingTests: XCTestCase {
         let content = Data((0..<(700_000)).map { UInt8(truncatingIfNeeded: $0 &* 3 + 1) })
         let s = try await setUp(content)
         let channel = try XCTUnwrap(s.pair.sb.registry.channel(for: s.pair.a.peerID))
+        // The channel may exist before its first link is added, and adding it sets the minor
+        // both sides share: speak minor 3 only after that.
+        let linked = await waitUntil(timeout: 10) { await Self.hasLink(channel) }
+        XCTAssertTrue(linked, "the sender's channel has no link")
         await Self.speak(minor: 3, on: channel)
         let progress = ProgressLog()
         try await within(30, "the send to a minor-3 peer") { try await s.pair.sb.sendResource(at: s.src, to: s.pair.a.peerID) { progress.add($0) } }
@@ -89,6 +93,7 @@ final class HashWhileSendingTests: XCTestCase {
     }
 
     static func speak(minor: UInt8, on channel: isolated PeerChannel) { channel.core.sharedMinor = minor }
+    static func hasLink(_ channel: isolated PeerChannel) -> Bool { !channel.linkSet.isEmpty }
 
     func testAKeyedTransferResumesFromItsPartialFile() async throws {
         let content = Data((0..<(900 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7 + 3) })
