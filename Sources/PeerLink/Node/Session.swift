@@ -454,14 +454,20 @@ public struct PeerLinks: Sendable, Codable {
 
 /// One step of a link negotiation as `peerlink links` shows it.
 public struct UpgradeRecord: Sendable, Codable, Equatable {
-    /// Seconds since 1970 when the step happened.
-    public var time: Double
+    /// When the step happened.
+    public var time: Date {
+        get { Date(timeIntervalSince1970: seconds) }
+        set { seconds = newValue.timeIntervalSince1970 }
+    }
+    /// `time` as the JSON of `peerlink links` and the daemon's API carry it: seconds since 1970.
+    package var seconds: Double
     /// The negotiation's ID, chosen by the side that proposed it.
     public var id: UInt32
     /// The negotiated medium's name (e.g. "wifi-direct").
     public var medium: String
-    /// proposed, received-proposal, accepted, rejected, refused, hosted, ready, link-up, failed, torn-down.
-    public var step: String
+    /// The step: proposed, received-proposal, accepted, … (its raw value is the name the JSON
+    /// carries).
+    public var step: UpgradeEvent.Step
     /// How long the step took (since the previous one; whole milliseconds).
     public var sinceLastStep: Duration {
         get { .milliseconds(clamping: stepMillis) }
@@ -478,9 +484,13 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
     /// Why (refusals, failures, teardowns) or what was decided; may be empty.
     public var detail: String
 
-    init(_ e: UpgradeEvent, at time: Double) {
-        self.time = time
-        id = e.id; medium = e.medium; step = e.step.rawValue
+    private enum CodingKeys: String, CodingKey {
+        case seconds = "time", id, medium, step, stepMillis, sinceProposalMillis, detail
+    }
+
+    init(_ e: UpgradeEvent, at seconds: Double) {
+        self.seconds = seconds
+        id = e.id; medium = e.medium; step = e.step
         stepMillis = e.sinceLastStep.wholeMilliseconds; sinceProposalMillis = e.sinceProposal.wholeMilliseconds; detail = e.detail
     }
 }
