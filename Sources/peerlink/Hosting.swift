@@ -80,7 +80,7 @@ func printCommon(_ e: Session.Event, names: NameBook, out: Output, showMessages:
                  ["event": "link", "peer": peer.description, "link": link, "medium": medium.rawValue, "up": up, "reason": reason.description])
     case let .carrierChanged(peer, link, role, reason):
         out.emit("\(role.rawValue) traffic to \(names.name(peer)) now on link \(link): \(reason)",
-                 ["event": "carrier", "peer": peer.description, "link": link, "role": role.rawValue, "reason": reason])
+                 ["event": "carrier", "peer": peer.description, "link": link, "role": role.rawValue, "reason": reason.description])
     case let .linkAttemptFailed(peer, endpoint, failure, retryIn):
         out.emit("could not add a link to \(names.name(peer)) via \(endpoint): \(failure.explanation) (retry in \(Int(retryIn / .seconds(1))) s)",
                  ["event": "link-attempt-failed", "peer": peer.description, "endpoint": endpoint.description, "reason": failure.explanation, "retryIn": retryIn / .seconds(1)])

@@ -89,8 +89,8 @@ struct LinksCommand: ParsableCommand {
             }
             if !p.upgrades.isEmpty { s += "    negotiated links:\n" }
             for u in p.upgrades {
-                let when = Date(timeIntervalSince1970: u.time).formatted(.iso8601.time(includingFractionalSeconds: true))
-                s += "      \(when) \(u.medium) #\(u.id) \(u.step) (+\(u.sinceLastStep.milliseconds) ms, \(u.sinceProposal.milliseconds) ms since proposed)"
+                let when = u.time.formatted(.iso8601.time(includingFractionalSeconds: true))
+                s += "      \(when) \(u.medium) #\(u.id) \(u.step.rawValue) (+\(u.sinceLastStep.milliseconds) ms, \(u.sinceProposal.milliseconds) ms since proposed)"
                 s += u.detail.isEmpty ? "\n" : ": \(u.detail)\n"
             }
         }

@@ -11,8 +11,9 @@ final class LinkPolicyTests: XCTestCase {
         XCTAssertEqual(c.carrier[.reliable], 1)
         XCTAssertEqual(c.carrier[.unreliable], 1)
         XCTAssertEqual(c.carrier[.bulk], 2)
-        XCTAssertEqual(c.reason[.reliable], "Bluetooth first")
-        XCTAssertTrue(c.reason[.bulk]?.contains("fastest") ?? false)
+        XCTAssertEqual(c.reason[.reliable], CarrierReason(.bluetoothFirst))
+        XCTAssertEqual(c.reason[.reliable]?.description, "Bluetooth first")
+        guard case .fastestForBulk(_, frame: nil)? = c.reason[.bulk]?.rule else { return XCTFail("\(String(describing: c.reason[.bulk]))") }
     }
 
     func testFallbackWhenBluetoothDiesAndBackWithHysteresis() {
@@ -20,12 +21,13 @@ final class LinkPolicyTests: XCTestCase {
         let first = p.choose([bt, wifi])
         let wifiOnly = p.choose([wifi], previous: first)
         XCTAssertEqual(wifiOnly.carrier[.reliable], 2)
-        XCTAssertTrue(wifiOnly.reason[.reliable]?.contains("fallback") ?? false)
+        XCTAssertEqual(wifiOnly.reason[.reliable]?.rule, .fallbackNoBluetooth)
         // Bluetooth returns: not taken back until it has been up for the dwell time.
         var fresh = bt; fresh.age = 500
         let early = p.choose([fresh, wifi], previous: wifiOnly)
         XCTAssertEqual(early.carrier[.reliable], 2)
-        XCTAssertTrue(early.reason[.reliable]?.hasPrefix("kept") ?? false)
+        XCTAssertEqual(early.reason[.reliable],
+                       CarrierReason(.fallbackNoBluetooth, kept: CarrierReason.Hysteresis(dwell: .seconds(3), margin: 0.25)))
         fresh.age = 3500
         XCTAssertEqual(p.choose([fresh, wifi], previous: early).carrier[.reliable], 1)
     }
@@ -37,7 +39,7 @@ final class LinkPolicyTests: XCTestCase {
         let c = p.choose([bt, wifi])
         XCTAssertEqual(c.carrier[.reliable], 1)
         XCTAssertEqual(c.messageCopy, 2)
-        XCTAssertTrue(c.messageCopyReason?.contains("copy") ?? false)
+        XCTAssertEqual(c.messageCopyReason?.rule, .messageCopy(bytesPerSecond: c.messageCopyRate ?? 0, next: .fallbackNoBluetooth))
         // A quarter of the copy link's throughput (5 MB/s here), never less than 32 KiB/s.
         XCTAssertEqual(c.messageCopyRate ?? 0, 0.25 * 5_000_000, accuracy: 5_000)
         var w = LinkPolicy(.wifiFirst)
@@ -58,7 +60,8 @@ final class LinkPolicyTests: XCTestCase {
         XCTAssertEqual(LinkPolicy(.bluetoothOnly).choose([bt, wifi]).carrier[.bulk], 1)
         let none = LinkPolicy(.bluetoothOnly).choose([wifi])
         XCTAssertNil(none.carrier[.reliable])
-        XCTAssertTrue(none.reason[.reliable]?.contains("no link allowed by bluetooth-only") ?? false)
+        XCTAssertEqual(none.reason[.reliable]?.rule, .notAllowed(policy: .bluetoothOnly, live: [.ip]))
+        XCTAssertEqual(none.reason[.reliable]?.description, "no link allowed by bluetooth-only (live: ip)")
         XCTAssertEqual(LinkPolicy(.ipOnly).choose([bt, wifi]).carrier[.control], 2)
     }
 
@@ -98,9 +101,9 @@ final class LinkPolicyTests: XCTestCase {
         var lossy = bt; lossy.loss = 0.3
         let c = p.choose([lossy, wifi], previous: p.choose([bt, wifi]))
         XCTAssertEqual(c.carrier[.reliable], 2, "a demoted carrier is not kept by hysteresis")
-        XCTAssertTrue(c.reason[.reliable]?.contains("fallback") ?? false)
+        XCTAssertEqual(c.reason[.reliable], CarrierReason(.fallbackNoBluetooth))
         XCTAssertEqual(p.choose([lossy]).carrier[.reliable], 1, "still used when it is all there is")
-        XCTAssertTrue(p.choose([lossy]).reason[.reliable]?.contains("last resort") ?? false)
+        XCTAssertEqual(p.choose([lossy]).reason[.reliable], CarrierReason(.bluetoothFirst, lossy: CarrierReason.Loss(loss: 0.3, limit: 0.2)))
     }
 
     /// Seen in the Bluetooth lab (flapping-under-load): after cuts both links had lost probes;
@@ -115,7 +118,9 @@ final class LinkPolicyTests: XCTestCase {
         for role in [LinkRole.reliable, .bulk, .unreliable] {
             XCTAssertEqual(c.carrier[role], 2, "\(role)")
         }
-        XCTAssertTrue(c.reason[.reliable]?.contains("least lossy") ?? false, "\(String(describing: c.reason[.reliable]))")
+        XCTAssertEqual(c.reason[.reliable]?.lossy, CarrierReason.Loss(loss: 0.35, limit: 0.2))
+        XCTAssertEqual(c.reason[.reliable]?.description,
+                       "fallback: no usable Bluetooth link; loss 35% above 20%, last resort (the least lossy goes first)")
         // Stays there while Bluetooth is still the lossier one.
         var better = deadBT; better.loss = 0.5
         XCTAssertEqual(p.choose([better, shakyWifi], previous: c).carrier[.reliable], 2)
@@ -132,7 +137,7 @@ final class LinkPolicyTests: XCTestCase {
         // Bluetooth gone: the avoided link is used, and says so.
         let fallback = p.choose([wifi], previous: c)
         XCTAssertEqual(fallback.carrier[.bulk], 2)
-        XCTAssertTrue(fallback.reason[.bulk]?.contains("ip is avoided") ?? false, "\(String(describing: fallback.reason[.bulk]))")
+        XCTAssertEqual(fallback.reason[.bulk]?.avoided, .ip, "\(String(describing: fallback.reason[.bulk]))")
         // Bluetooth back and settled: it takes over again (better tier).
         XCTAssertEqual(p.choose([bt, wifi], previous: fallback).carrier[.bulk], 1)
         // An avoided link still beats a lossy one.
@@ -148,7 +153,7 @@ final class LinkPolicyTests: XCTestCase {
         let bredr = LinkMetrics(id: 4, linkClass: .bluetooth, age: 60_000, rttMillis: 40, throughput: 100_000, maxFrame: 4096)
         let c = LinkPolicy(.bluetoothOnly).choose([le, bredr])
         XCTAssertEqual(c.carrier[.bulk], 4)
-        XCTAssertTrue(c.reason[.bulk]?.contains("frames of 4096 bytes") ?? false, "\(String(describing: c.reason[.bulk]))")
+        guard case .fastestForBulk(_, frame: 4096)? = c.reason[.bulk]?.rule else { return XCTFail("\(String(describing: c.reason[.bulk]))") }
         // Without frame sizes the lower link id wins the tie.
         var a = le, b = bredr
         a.maxFrame = nil; b.maxFrame = nil
@@ -158,7 +163,7 @@ final class LinkPolicyTests: XCTestCase {
     func testNoLinks() {
         let c = LinkPolicy().choose([])
         XCTAssertTrue(c.carrier.isEmpty)
-        XCTAssertEqual(c.reason[.control], "no live link")
+        XCTAssertEqual(c.reason[.control]?.rule, .noLiveLink)
     }
 
     func testDeterministic() {

@@ -40,7 +40,9 @@ final class LinkSetTests: XCTestCase {
         set.apply(to: &core, now: 0)
         XCTAssertEqual(set.choice.carrier[.reliable], 2)
         set.suspected(2, silentFor: 180)
-        XCTAssertEqual(set.reason(for: .reliable, on: 1), "link 2: nothing acknowledged or answered for 180 ms with data in flight; moved to link 1 until it answers")
+        XCTAssertEqual(set.reason(for: .reliable, on: 1).rule, .carrierSuspected(link: 2, silence: .milliseconds(180), movedTo: 1))
+        XCTAssertEqual(set.reason(for: .reliable, on: 1).description,
+                       "link 2: nothing acknowledged or answered for 180 ms with data in flight; moved to link 1 until it answers")
         set.recovered(2)
         XCTAssertNil(set.suspicion(of: 2))
     }

@@ -21,12 +21,16 @@ final class DurationAPITests: XCTestCase {
     func testUpgradeRecordJSONKeepsItsMilliseconds() throws {
         let event = UpgradeEvent(id: 7, medium: "wifi-direct", step: .linkUp, sinceProposal: .milliseconds(1250),
                                  sinceLastStep: .milliseconds(300), detail: "")
-        let record = UpgradeRecord(event, at: 1_700_000_000)
+        let record = UpgradeRecord(event, at: 1_700_000_000.25)
+        XCTAssertEqual(record.time, Date(timeIntervalSince1970: 1_700_000_000.25))
+        XCTAssertEqual(record.step, .linkUp)
         XCTAssertEqual(record.sinceProposal, .milliseconds(1250))
         XCTAssertEqual(record.sinceLastStep, .milliseconds(300))
         let json = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(record)) as? [String: Any]
         XCTAssertEqual(json?["stepMillis"] as? Int, 300)
         XCTAssertEqual(json?["sinceProposalMillis"] as? Int, 1250)
+        XCTAssertEqual(json?["time"] as? Double, 1_700_000_000.25, "seconds since 1970, as before")
+        XCTAssertEqual(json?["step"] as? String, "link-up", "the step's name, as before")
         XCTAssertEqual(try JSONDecoder().decode(UpgradeRecord.self, from: try JSONEncoder().encode(record)), record)
     }
 

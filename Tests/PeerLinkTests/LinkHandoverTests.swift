@@ -11,11 +11,11 @@ import PeerLinkWire
 /// duplicating or reordering a reliable message.
 final class LinkHandoverTests: XCTestCase {
     /// The medium carrying `role` (reliable messages by default), its reason, and the link count.
-    func carrier(_ s: Session, role: LinkRole = .reliable) async -> (Medium?, String?, Int) {
+    func carrier(_ s: Session, role: LinkRole = .reliable) async -> (Medium?, CarrierReason?, Int) {
         let peers = await s.links()
         let links = peers.first?.links ?? []
         let active = links.first { $0.carries.contains(role.rawValue) }
-        return (active?.medium, active?.reasons[role.rawValue], links.count)
+        return (active?.medium, active?.reasons[role], links.count)
     }
 
     func testBluetoothFirstCarriesOnBluetoothAndFallsBackWithoutLoss() async throws {
@@ -23,7 +23,7 @@ final class LinkHandoverTests: XCTestCase {
         let (medium, reason, count) = await carrier(p.sb)
         XCTAssertEqual(count, 2, "both links joined one channel (same session token)")
         XCTAssertEqual(medium, .rfcomm)
-        XCTAssertEqual(reason, "Bluetooth first")
+        XCTAssertEqual(reason, CarrierReason(.bluetoothFirst))
         let peers = await p.sb.connectedPeers()
         XCTAssertEqual(peers, [p.a.peerID], "one peer, not two")
 
@@ -47,7 +47,7 @@ final class LinkHandoverTests: XCTestCase {
         }
         XCTAssertEqual(after, .tcp)
         XCTAssertEqual(left, 1)
-        XCTAssertTrue(why?.contains("fallback") ?? false, "\(String(describing: why))")
+        XCTAssertEqual(why?.rule, .fallbackNoBluetooth, "\(String(describing: why))")
     }
 
     func testMessageCopiesAreListedAndNothingArrivesTwiceAcrossASilentCut() async throws {
@@ -57,7 +57,9 @@ final class LinkHandoverTests: XCTestCase {
         let peers = await p.sb.links()
         let copy = peers.first?.links.first { $0.carries.contains("reliable-copy") }
         XCTAssertEqual(copy?.medium, .tcp, "Wi-Fi gets the copies while Bluetooth carries")
-        XCTAssertTrue(copy?.reasons["reliable-copy"]?.contains("copy-messages on") ?? false, "\(String(describing: copy?.reasons))")
+        guard case .messageCopy(_, next: .fallbackNoBluetooth)? = copy?.messageCopyReason?.rule else {
+            return XCTFail("\(String(describing: copy?.messageCopyReason))")
+        }
         XCTAssertEqual(peers.first?.links.first { $0.carries.contains("reliable") }?.medium, .rfcomm)
 
         let total = 2000
@@ -79,11 +81,11 @@ final class LinkHandoverTests: XCTestCase {
         let p = try await twoLinkPair(policy: policy, order: [.tcp, .rfcomm])
         let (first, why, _) = await carrier(p.sb)
         XCTAssertEqual(first, .tcp, "a link that just came up does not take over at once")
-        XCTAssertTrue(why?.hasPrefix("kept") ?? false, "\(String(describing: why))")
-        let moved = try await waitFor(p.sb, timeout: 5, "the carrier moving to Bluetooth") { e -> String? in
-            if case let .carrierChanged(_, _, .reliable, reason) = e, reason == "Bluetooth first" { return reason }; return nil
+        XCTAssertNotNil(why?.kept, "\(String(describing: why))")
+        let moved = try await waitFor(p.sb, timeout: 5, "the carrier moving to Bluetooth") { e -> CarrierReason? in
+            if case let .carrierChanged(_, _, .reliable, reason) = e, reason.rule == .bluetoothFirst { return reason }; return nil
         }
-        XCTAssertEqual(moved, "Bluetooth first")
+        XCTAssertEqual(moved.description, "Bluetooth first")
         let (now, _, _) = await carrier(p.sb)
         XCTAssertEqual(now, .rfcomm)
     }
@@ -92,7 +94,7 @@ final class LinkHandoverTests: XCTestCase {
         let p = try await twoLinkPair(policy: LinkPolicy(.wifiFirst), order: [.tcp, .rfcomm])
         let (medium, reason, _) = await carrier(p.sb)
         XCTAssertEqual(medium, .tcp)
-        XCTAssertEqual(reason, "Wi-Fi first")
+        XCTAssertEqual(reason?.rule, .wifiFirst)
     }
 
     func testBulkGoesOnTheFastLinkAndAResourceSurvivesItsLoss() async throws {
@@ -111,7 +113,7 @@ final class LinkHandoverTests: XCTestCase {
         let (reliable, _, _) = await carrier(p.sb, role: .reliable)
         XCTAssertEqual(reliable, .rfcomm, "messages stay on Bluetooth")
         XCTAssertEqual(bulk, .tcp, "bulk goes on the faster link")
-        XCTAssertTrue(bulkWhy?.contains("fastest") ?? false, "\(String(describing: bulkWhy))")
+        guard case .fastestForBulk? = bulkWhy?.rule else { return XCTFail("\(String(describing: bulkWhy))") }
         let ids = Dictionary(uniqueKeysWithValues: (await p.sb.links()).first?.links.map { ($0.medium, $0.id) } ?? [])
 
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("handover-\(UUID())").path

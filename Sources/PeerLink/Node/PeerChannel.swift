@@ -455,15 +455,13 @@ package actor PeerChannel {
 
     // MARK: observation
 
-    /// What `peerlink links` lists for a link that gets copies of the reliable messages.
-    static let copyRole = "reliable-copy"
-
     func snapshot() -> PeerLinks {
         let now = Runtime.milliseconds()
         let list = links.values.sorted { $0.id < $1.id }.map { l in
-            var roles = LinkRole.allCases.filter { linkSet.carrier(of: $0, in: core) == l.id }
-                .map { ($0.rawValue, linkSet.reason(for: $0, on: l.id)) }
-            if core.copyLink == l.id { roles.append((Self.copyRole, linkSet.choice.messageCopyReason ?? "copy of reliable messages")) }
+            let carried = LinkRole.allCases.filter { linkSet.carrier(of: $0, in: core) == l.id }.map { ($0, linkSet.reason(for: $0, on: l.id)) }
+            var roles = carried.map { ($0.0.rawValue, $0.1) }
+            let copy = core.copyLink == l.id ? linkSet.choice.messageCopyReason ?? CarrierReason(.other("copy of reliable messages")) : nil
+            if let copy { roles.append((LinkSnapshot.copyRole, copy)) }
             let st = core.stats(of: l.id, now: now)
             let why = roles.isEmpty
                 ? (linkSet.suspicion(of: l.id).map { "suspected: \($0)" } ?? "standby (\(session.policy.kind.rawValue) prefers other links)")
@@ -472,7 +470,8 @@ package actor PeerChannel {
                                 datagrams: l.datagramCounts, wire: l.wireBytes, rttMillis: st?.rttMillis, loss: st?.loss ?? 0, throughput: st?.throughput,
                                 state: st?.suspect == true ? "suspected" : "up",
                                 carries: roles.map(\.0),
-                                reasons: Dictionary(uniqueKeysWithValues: roles),
+                                reasons: Dictionary(uniqueKeysWithValues: carried),
+                                messageCopyReason: copy,
                                 reason: why)
         }
         return PeerLinks(peer: peer, displayName: displayName, state: state, links: list, upgrades: upgradeHistory)

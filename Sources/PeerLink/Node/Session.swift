@@ -28,7 +28,7 @@ public final class Session: Sendable {
         case linkChanged(PeerID, link: LinkID, medium: Medium, up: Bool, reason: LinkChangeReason)
         /// `role`'s traffic to the peer now goes over `link`, for `reason` (the policy's
         /// choice, or a fallback while the chosen link is silent).
-        case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: String)
+        case carrierChanged(PeerID, link: LinkID, role: LinkRole, reason: CarrierReason)
         /// A keepalive measured a link's round trip (whole milliseconds).
         case roundTrip(PeerID, link: LinkID, rtt: Duration)
         /// The link manager could not add a link on one of the peer's paths (`failure` says
@@ -348,7 +348,7 @@ final class ManagerRegistry: Sendable {
 }
 
 /// One link as `peerlink links` shows it.
-public struct LinkSnapshot: Sendable, Codable {
+public struct LinkSnapshot: Sendable {
     /// The link's number, unique within this process.
     public var id: LinkID
     /// The medium the link runs over.
@@ -377,10 +377,65 @@ public struct LinkSnapshot: Sendable, Codable {
     /// The roles (control, reliable, bulk, unreliable) this link carries now, and
     /// "reliable-copy" while it gets copies of the reliable messages (`LinkPolicy.copyMessages`).
     public var carries: [String]
-    /// Why this link carries each of its roles (role → reason).
-    public var reasons: [String: String]
+    /// Why this link carries each of its roles.
+    public var reasons: [LinkRole: CarrierReason]
+    /// Why the link gets copies of the reliable messages, while it does ("reliable-copy" in
+    /// `carries`).
+    public var messageCopyReason: CarrierReason? = nil
     /// One line: the reasons, or why the link is on standby.
     public var reason: String
+}
+
+extension LinkSnapshot: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, medium, remote, datagram, datagrams, wire, rttMillis, loss, throughput, state, carries, reasons, reason
+    }
+
+    /// Reads a link as `peerlink links --json` and the daemon's API write it: reasons are text
+    /// keyed by role name ("reliable-copy" for the message copy).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(LinkID.self, forKey: .id)
+        medium = try c.decode(Medium.self, forKey: .medium)
+        remote = try c.decode(String.self, forKey: .remote)
+        datagram = try c.decodeIfPresent(String.self, forKey: .datagram)
+        datagrams = try c.decodeIfPresent(DatagramCounts.self, forKey: .datagrams)
+        wire = try c.decodeIfPresent(WireBytes.self, forKey: .wire)
+        rttMillis = try c.decodeIfPresent(UInt64.self, forKey: .rttMillis)
+        loss = try c.decode(Double.self, forKey: .loss)
+        throughput = try c.decodeIfPresent(Double.self, forKey: .throughput)
+        state = try c.decode(String.self, forKey: .state)
+        carries = try c.decode([String].self, forKey: .carries)
+        var byRole: [LinkRole: CarrierReason] = [:]
+        for (name, why) in try c.decode([String: CarrierReason].self, forKey: .reasons) {
+            if let role = LinkRole(rawValue: name) { byRole[role] = why } else if name == Self.copyRole { messageCopyReason = why }
+        }
+        reasons = byRole
+        reason = try c.decode(String.self, forKey: .reason)
+    }
+
+    /// Writes the link in the form `init(from:)` reads.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(medium, forKey: .medium)
+        try c.encode(remote, forKey: .remote)
+        try c.encodeIfPresent(datagram, forKey: .datagram)
+        try c.encodeIfPresent(datagrams, forKey: .datagrams)
+        try c.encodeIfPresent(wire, forKey: .wire)
+        try c.encodeIfPresent(rttMillis, forKey: .rttMillis)
+        try c.encode(loss, forKey: .loss)
+        try c.encodeIfPresent(throughput, forKey: .throughput)
+        try c.encode(state, forKey: .state)
+        try c.encode(carries, forKey: .carries)
+        var byName = Dictionary(uniqueKeysWithValues: reasons.map { ($0.key.rawValue, $0.value) })
+        if let messageCopyReason { byName[Self.copyRole] = messageCopyReason }
+        try c.encode(byName, forKey: .reasons)
+        try c.encode(reason, forKey: .reason)
+    }
+
+    /// The name `carries` and the JSON give the message copy's role.
+    static let copyRole = "reliable-copy"
 }
 
 /// A peer's links.
@@ -399,14 +454,20 @@ public struct PeerLinks: Sendable, Codable {
 
 /// One step of a link negotiation as `peerlink links` shows it.
 public struct UpgradeRecord: Sendable, Codable, Equatable {
-    /// Seconds since 1970 when the step happened.
-    public var time: Double
+    /// When the step happened.
+    public var time: Date {
+        get { Date(timeIntervalSince1970: seconds) }
+        set { seconds = newValue.timeIntervalSince1970 }
+    }
+    /// `time` as the JSON of `peerlink links` and the daemon's API carry it: seconds since 1970.
+    package var seconds: Double
     /// The negotiation's ID, chosen by the side that proposed it.
     public var id: UInt32
     /// The negotiated medium's name (e.g. "wifi-direct").
     public var medium: String
-    /// proposed, received-proposal, accepted, rejected, refused, hosted, ready, link-up, failed, torn-down.
-    public var step: String
+    /// The step: proposed, received-proposal, accepted, … (its raw value is the name the JSON
+    /// carries).
+    public var step: UpgradeEvent.Step
     /// How long the step took (since the previous one; whole milliseconds).
     public var sinceLastStep: Duration {
         get { .milliseconds(clamping: stepMillis) }
@@ -423,9 +484,13 @@ public struct UpgradeRecord: Sendable, Codable, Equatable {
     /// Why (refusals, failures, teardowns) or what was decided; may be empty.
     public var detail: String
 
-    init(_ e: UpgradeEvent, at time: Double) {
-        self.time = time
-        id = e.id; medium = e.medium; step = e.step.rawValue
+    private enum CodingKeys: String, CodingKey {
+        case seconds = "time", id, medium, step, stepMillis, sinceProposalMillis, detail
+    }
+
+    init(_ e: UpgradeEvent, at seconds: Double) {
+        self.seconds = seconds
+        id = e.id; medium = e.medium; step = e.step
         stepMillis = e.sinceLastStep.wholeMilliseconds; sinceProposalMillis = e.sinceProposal.wholeMilliseconds; detail = e.detail
     }
 }

@@ -60,6 +60,10 @@ public typealias ByteCount = PeerLinkWire.ByteCount
 /// unreliable messages), as reported when the carrier changes.
 public typealias LinkRole = PeerLinkCore.LinkRole
 
+/// Why a link carries a role: the link policy's rule (Bluetooth first, fastest for bulk, …)
+/// and what qualified it (an avoided class, loss above the limit, kept by hysteresis).
+public typealias CarrierReason = PeerLinkCore.CarrierReason
+
 /// Why the receiver refused or stopped a file (no space, disk full, write failed), with the
 /// numbers it gave.
 public typealias ResourceError = PeerLinkWire.ResourceError

@@ -45,10 +45,10 @@ package struct LinkMetrics: Sendable, Equatable {
 /// Which link carries each role, and why.
 package struct LinkChoice: Sendable, Equatable {
     package var carrier: [LinkRole: LinkID] = [:]
-    package var reason: [LinkRole: String] = [:]
+    package var reason: [LinkRole: CarrierReason] = [:]
     /// The link that also gets a copy of each reliable message (`LinkPolicy.copyMessages`).
     package var messageCopy: LinkID?
-    package var messageCopyReason: String?
+    package var messageCopyReason: CarrierReason?
     /// Bytes per second the copies may take on that link.
     package var messageCopyRate: Double?
     package init() {}
@@ -98,7 +98,7 @@ public struct LinkPolicy: Sendable, Equatable {
         var out = LinkChoice()
         let allowed = links.filter { admits($0.linkClass) }
         guard !allowed.isEmpty else {
-            let why = links.isEmpty ? "no live link" : "no link allowed by \(kind.rawValue) (live: \(links.map(\.linkClass.rawValue).joined(separator: ", ")))"
+            let why = CarrierReason(links.isEmpty ? .noLiveLink : .notAllowed(policy: kind, live: links.map(\.linkClass)))
             for role in LinkRole.allCases { out.reason[role] = why }
             return out
         }
@@ -109,7 +109,9 @@ public struct LinkPolicy: Sendable, Equatable {
                let kept = ranked.first(where: { $0.link.id == prev }), !kept.demoted,
                !clearlyBetter(best, than: kept, for: role) {
                 out.carrier[role] = prev
-                out.reason[role] = "kept: \(kept.why) (hysteresis: the better link must be up \(dwellMillis) ms and \(Int(margin * 100))% better)"
+                var why = kept.why
+                why.kept = CarrierReason.Hysteresis(dwell: dwell, margin: margin)
+                out.reason[role] = why
             } else {
                 out.carrier[role] = best.link.id
                 out.reason[role] = best.why
@@ -120,7 +122,7 @@ public struct LinkPolicy: Sendable, Equatable {
             let rate = max(Self.minimumCopyRate, copyShare * speed(of: second.link))
             out.messageCopy = second.link.id
             out.messageCopyRate = rate
-            out.messageCopyReason = "copy of reliable messages (copy-messages on, up to \(Int(rate / 1000)) kB/s): next link for messages, \(second.why)"
+            out.messageCopyReason = CarrierReason(.messageCopy(bytesPerSecond: rate, next: second.why.rule))
         }
         return out
     }
@@ -139,7 +141,7 @@ public struct LinkPolicy: Sendable, Equatable {
         let tier: Int          // lower is preferred
         let measure: Double    // lower is better within a tier
         let measureIsRTT: Bool // the measure is the round trip in milliseconds
-        let why: String
+        let why: CarrierReason
     }
 
     private func rank(_ links: [LinkMetrics], for role: LinkRole) -> [Ranked] {
@@ -149,36 +151,35 @@ public struct LinkPolicy: Sendable, Equatable {
             let speed = speed(of: l)
             var tier: Int
             var measure: Double
-            var why: String
+            var why: CarrierReason
             switch (kind, role) {
             case (.lowestLatency, _):
-                tier = 0; measure = rtt; why = "lowest round-trip time (\(l.rttMillis.map { "\($0) ms" } ?? "not measured"))"
+                tier = 0; measure = rtt; why = CarrierReason(.lowestRoundTrip(rtt: l.rttMillis.map { .milliseconds(clamping: $0) }))
             case (.bluetoothFirst, .bulk), (.wifiFirst, .bulk), (.bluetoothOnly, .bulk), (.ipOnly, .bulk):
                 // A link negotiated for bulk (Wi-Fi Direct) carries it while it is up and well:
                 // an idle link's throughput is not measured, so speeds would not compare.
                 tier = l.negotiated ? 0 : 1; measure = 1 / speed
-                why = l.negotiated
-                    ? "negotiated for bulk (\(Int(speed / 1000)) kB/s\(l.maxFrame.map { " in frames of \($0) bytes" } ?? ""))"
-                    : "fastest link for bulk (\(Int(speed / 1000)) kB/s\(l.maxFrame.map { " in frames of \($0) bytes" } ?? ""))"
+                why = CarrierReason(l.negotiated ? .negotiatedForBulk(bytesPerSecond: speed, frame: l.maxFrame)
+                                                 : .fastestForBulk(bytesPerSecond: speed, frame: l.maxFrame))
             case (.bluetoothFirst, _):
                 tier = l.linkClass == .bluetooth ? 0 : 1; measure = rtt
-                why = l.linkClass == .bluetooth ? "Bluetooth first" : "fallback: no usable Bluetooth link"
+                why = CarrierReason(l.linkClass == .bluetooth ? .bluetoothFirst : .fallbackNoBluetooth)
             case (.wifiFirst, _):
                 tier = l.linkClass == .bluetooth ? 1 : 0; measure = rtt
-                why = l.linkClass == .bluetooth ? "fallback: no usable Wi-Fi/IP link" : "Wi-Fi first"
+                why = CarrierReason(l.linkClass == .bluetooth ? .fallbackNoIP : .wifiFirst)
             case (.bluetoothOnly, _), (.ipOnly, _):
-                tier = 0; measure = rtt; why = "only \(kind == .bluetoothOnly ? "Bluetooth" : "IP") links allowed"
+                tier = 0; measure = rtt; why = CarrierReason(.onlyClass(kind == .bluetoothOnly ? .bluetooth : .ip))
             }
             if avoid.contains(l.linkClass) {
                 tier += 5
-                why += "; \(l.linkClass.rawValue) is avoided, used only when nothing else is up"
+                why.avoided = l.linkClass
             }
             if demoted {
                 // Among links that all lose too much, the least lossy one carries, whatever
                 // the preference: a preferred link that loses everything is no fallback.
                 tier = 10 + (avoid.contains(l.linkClass) ? 5 : 0)
                 measure = l.loss
-                why += "; loss \(Int(l.loss * 100))% above \(Int(lossLimit * 100))%, last resort (the least lossy goes first)"
+                why.lossy = CarrierReason.Loss(loss: l.loss, limit: lossLimit)
             }
             let byRTT = !demoted && !(role == .bulk && kind != .lowestLatency)
             return Ranked(link: l, demoted: demoted, tier: tier, measure: measure, measureIsRTT: byRTT, why: why)

@@ -26,7 +26,7 @@ package struct LinkSet: Sendable {
     package struct CarrierChange: Sendable, Equatable {
         package var role: LinkRole
         package var link: LinkID
-        package var reason: String
+        package var reason: CarrierReason
     }
 
     package let policy: LinkPolicy
@@ -38,7 +38,8 @@ package struct LinkSet: Sendable {
     package private(set) var lastPolicyRun: UInt64 = 0
     package static let reevaluateAfter: UInt64 = 250
     private var reported: [LinkRole: LinkID] = [:]
-    private var suspectReason: [LinkID: String] = [:]
+    /// How long each suspected link had been silent with data in flight (ms).
+    private var suspectSilence: [LinkID: UInt64] = [:]
 
     package init(policy: LinkPolicy) { self.policy = policy }
 
@@ -52,19 +53,21 @@ package struct LinkSet: Sendable {
     /// Removes a link; true only the first time (a link's death is handled once, whichever of
     /// its reader, the keepalive or a set-up's teardown notices it first).
     package mutating func remove(_ id: LinkID) -> Bool {
-        suspectReason[id] = nil
+        suspectSilence[id] = nil
         return links.removeValue(forKey: id) != nil
     }
 
     /// The session core suspects `id` (records in flight, nothing back for `silentFor` ms).
     package mutating func suspected(_ id: LinkID, silentFor: UInt64) {
-        suspectReason[id] = "link \(id): nothing acknowledged or answered for \(silentFor) ms with data in flight"
+        suspectSilence[id] = silentFor
     }
 
-    package mutating func recovered(_ id: LinkID) { suspectReason[id] = nil }
+    package mutating func recovered(_ id: LinkID) { suspectSilence[id] = nil }
 
     /// Why `id` is suspected, while it is.
-    package func suspicion(of id: LinkID) -> String? { suspectReason[id] }
+    package func suspicion(of id: LinkID) -> String? {
+        suspectSilence[id].map { "link \(id): nothing acknowledged or answered for \($0) ms with data in flight" }
+    }
 
     // MARK: the policy
 
@@ -107,11 +110,11 @@ package struct LinkSet: Sendable {
     }
 
     /// Why `role` is on `link`: the policy's reason, or the suspected carrier it avoids.
-    package func reason(for role: LinkRole, on link: LinkID) -> String {
-        if let chosen = choice.carrier[role], chosen != link, let why = suspectReason[chosen] {
-            return "\(why); moved to link \(link) until it answers"
+    package func reason(for role: LinkRole, on link: LinkID) -> CarrierReason {
+        if let chosen = choice.carrier[role], chosen != link, let silence = suspectSilence[chosen] {
+            return CarrierReason(.carrierSuspected(link: chosen, silence: .milliseconds(clamping: silence), movedTo: link))
         }
-        return choice.reason[role] ?? "oldest live link"
+        return choice.reason[role] ?? CarrierReason(.oldestLiveLink)
     }
 
     /// The carriers that changed since they were last reported, with their reasons.

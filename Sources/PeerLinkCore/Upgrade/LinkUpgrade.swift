@@ -317,14 +317,36 @@ package struct LinkUpgrade: Sendable {
 
 /// One step of a link negotiation, for the timeline.
 public struct UpgradeEvent: Sendable, Equatable {
-    public enum Step: String, Sendable, Equatable {
-        case proposed, receivedProposal = "received-proposal", accepted, rejected, refused, hosted, ready
-        case linkUp = "link-up", failed, tornDown = "torn-down"
+    /// A step of the negotiation; the raw value is its name in logs and JSON ("link-up").
+    public enum Step: String, Sendable, Equatable, Codable {
+        /// This side proposed the medium.
+        case proposed
+        /// The peer proposed it.
+        case receivedProposal = "received-proposal"
+        /// This side accepted the peer's proposal, or the peer accepted this side's.
+        case accepted
+        /// The peer rejected this side's proposal.
+        case rejected
+        /// This side refused the peer's proposal (crossed proposals, busy, cannot serve it).
+        case refused
+        /// This side formed the group.
+        case hosted
+        /// The group is ready for the peer to join.
+        case ready
+        /// A link over the medium came up.
+        case linkUp = "link-up"
+        /// The negotiation failed.
+        case failed
+        /// The negotiated link was taken down.
+        case tornDown = "torn-down"
         /// Bulk traffic started but this side cannot use the medium (id 0: nothing was sent).
         case unavailable
     }
+    /// The negotiation's ID, chosen by the side that proposed it.
     public var id: UInt32
+    /// The medium's name (e.g. "wifi-direct").
     public var medium: String
+    /// What happened.
     public var step: Step
     /// Time since the proposal was sent or received (whole milliseconds).
     public var sinceProposal: Duration
