@@ -34,4 +34,17 @@ final class LinkReportJSONTests: XCTestCase {
         let again = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(record)) as? NSDictionary
         XCTAssertEqual(again, try JSONSerialization.jsonObject(with: Data(old.utf8)) as? NSDictionary)
     }
+
+    /// A report from a daemon that knows a step this version does not still reads: that step
+    /// is left out, the rest kept.
+    func testAnUnknownStepLeavesOutOnlyThatStep() throws {
+        let known = #"{"time":1767225600.5,"id":7,"medium":"wifi-direct","step":"proposed","stepMillis":0,"sinceProposalMillis":0,"detail":""}"#
+        let unknown = #"{"time":1767225601,"id":7,"medium":"wifi-direct","step":"teleported","stepMillis":5,"sinceProposalMillis":5,"detail":""}"#
+        let peer = Identity().peerID.description
+        let json = #"[{"peer":"\#(peer)","displayName":"b","state":"connected","links":[],"upgrades":[\#(known),\#(unknown)]}]"#
+        let peers = try JSONDecoder().decode([PeerLinks].self, from: Data(json.utf8))
+        XCTAssertEqual(peers.first?.upgrades.map(\.step), [.proposed])
+        let none = #"[{"peer":"\#(peer)","displayName":"b","state":"connected","links":[]}]"#
+        XCTAssertEqual(try JSONDecoder().decode([PeerLinks].self, from: Data(none.utf8)).first?.upgrades, [])
+    }
 }

@@ -452,6 +452,25 @@ public struct PeerLinks: Sendable, Codable {
     public var upgrades: [UpgradeRecord] = []
 }
 
+extension PeerLinks {
+    /// Reads a peer's links from JSON; a negotiation step this version does not know (a newer
+    /// daemon's) is left out rather than failing the whole report.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        peer = try c.decode(PeerID.self, forKey: .peer)
+        displayName = try c.decode(String.self, forKey: .displayName)
+        state = try c.decode(PeerState.self, forKey: .state)
+        links = try c.decode([LinkSnapshot].self, forKey: .links)
+        upgrades = try c.decodeIfPresent([IfReadable<UpgradeRecord>].self, forKey: .upgrades)?.compactMap(\.value) ?? []
+    }
+}
+
+/// An element of a JSON array that is kept when it decodes and dropped (nil) when it does not.
+private struct IfReadable<Value: Decodable>: Decodable {
+    let value: Value?
+    init(from decoder: Decoder) throws { value = try? Value(from: decoder) }
+}
+
 /// One step of a link negotiation as `peerlink links` shows it.
 public struct UpgradeRecord: Sendable, Codable, Equatable {
     /// When the step happened.
