@@ -9,18 +9,18 @@ final class SessionLaneTests: XCTestCase {
         events.flatMap { e -> [UInt8] in if case let .streamData(s, b) = e, s == id { return Array(b) }; return [] }
     }
 
-    /// Opens a stream from A to B with link 1 for messages and link 2 for bulk.
-    func splitPair() throws -> (SessionPair, UInt32) {
+    /// Opens a stream from A to B with link 1 for messages and `bulkLink` (2 unless said) for bulk.
+    func splitPair(bulkLink: LinkID = 2, suspectAfter: Duration = .milliseconds(400)) throws -> (SessionPair, UInt32) {
         var c = SessionConfig()
         c.streamWindow = 1 << 20
-        c.suspectAfter = .milliseconds(400)
+        c.suspectAfter = suspectAfter
         let p = SessionPair(a: c, b: c)
         p.up(1)
         p.up(2)
         p.a.preferredLink = 1
-        p.a.preferredBulkLink = 2
+        p.a.preferredBulkLink = bulkLink
         p.b.preferredLink = 1
-        p.b.preferredBulkLink = 2
+        p.b.preferredBulkLink = bulkLink
         let id = try p.a.openStream(name: "bulk", now: 0)
         p.settle()
         return (p, id)
@@ -71,18 +71,7 @@ final class SessionLaneTests: XCTestCase {
     /// second was suspected at once and sent back to the slow link, where its frames held up
     /// the messages behind them (the IP lab's wifi-appears-upgrade, now and then).
     func testANewlyChosenIdleCarrierIsNotSuspectedForTheTimeItWasIdle() throws {
-        var c = SessionConfig()
-        c.streamWindow = 1 << 20
-        c.suspectAfter = .milliseconds(150)
-        let p = SessionPair(a: c, b: c)
-        p.up(1)
-        p.up(2)
-        for side in [\SessionPair.a, \SessionPair.b] {
-            p[keyPath: side].preferredLink = 1
-            p[keyPath: side].preferredBulkLink = 1
-        }
-        let id = try p.a.openStream(name: "bulk", now: p.now)
-        p.settle()
+        let (p, id) = try splitPair(bulkLink: 1, suspectAfter: .milliseconds(150))
         p.advance(by: 900)  // link 2 carries nothing meanwhile (its keepalive is not due yet)
         let data = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
         try p.a.write(data, to: id, now: p.now)  // in flight on link 1, not delivered yet
